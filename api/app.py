@@ -1,0 +1,137 @@
+"""The FastAPI app: built once per web process, clients created in the lifespan.
+
+In the embedded default (Qdrant Edge) this process owns the Edge shard, so it also runs a
+small in-process Dramatiq worker over the vector queue and the shard's index maintenance.
+With a Qdrant server it is stateless and consumes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+
+import dramatiq
+from fastapi import FastAPI
+from fastapi.responses import ORJSONResponse
+
+from api.errors import install_error_handlers
+from api.routes import health, memory, recall
+from api.waiter import CompletionWaiter
+from api.writes import Enqueuers, WritePath
+from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
+from pipeline.config import Settings, get_settings
+from pipeline.query import RecallEngine
+from pipeline.records import Limits
+from pipeline.services import Services
+
+log = logging.getLogger(__name__)
+
+
+def web_worker_queues(settings: Settings) -> set[str]:
+    choice = (settings.web_worker_queues or "").strip().lower()
+    if choice == "all":
+        return set(ALL_QUEUES)
+    if choice == "none":
+        return set()
+    if choice:
+        return {q.strip() for q in choice.split(",") if q.strip()}
+    return {VECTORS_QUEUE} if settings.uses_qdrant_edge else set()
+
+
+def _actor_enqueuers() -> Enqueuers:
+    from pipeline.actors import maintenance, persist
+
+    return Enqueuers(
+        persist=persist.persist_memories.send,
+        update=persist.update_memory.send,
+        delete=persist.delete_memories.send,
+        access=maintenance.record_access.send,
+    )
+
+
+class _IndexMaintainer(threading.Thread):
+    """Runs the vector store's maintenance (Edge ``optimize()``) off the request path."""
+
+    def __init__(self, services: Services, interval: float):
+        super().__init__(name="vector-maintenance", daemon=True)
+        self._services = services
+        self._interval = interval
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(self._interval):
+            try:
+                self._services.vectors.maintain()
+            except Exception:
+                log.exception("vector index maintenance failed; will retry")
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
+def create_app(
+    settings: Settings | None = None,
+    services: Services | None = None,
+    enqueuers: Enqueuers | None = None,
+) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        svc = services or Services(settings)
+        queues = web_worker_queues(settings)
+        embedder = svc.embedder  # load the model now, not on the first recall
+        svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here
+        app.state.settings = settings
+        app.state.services = svc
+        app.state.limits = Limits(
+            content_max_chars=settings.memory_content_hard_limit,
+            max_tags=settings.max_tags,
+            max_tag_length=settings.max_tag_length,
+            max_metadata_bytes=settings.max_metadata_bytes,
+            max_metadata_depth=settings.max_metadata_depth,
+            vector_size=embedder.dimensions,
+        )
+        waiter = CompletionWaiter(settings.redis_url)
+        await waiter.start()
+        writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(), waiter, settings.write_wait_seconds)
+        app.state.writes = writes
+        app.state.engine = RecallEngine(
+            settings,
+            graph=lambda: svc.graph,
+            vectors=lambda: svc.vectors,
+            embedder=lambda: svc.embedder,
+            on_access=lambda ids: writes.record_access(ids, datetime.now(timezone.utc).isoformat()),
+        )
+        worker = None
+        if queues:
+            import pipeline.actors
+
+            pipeline.actors.broker.services = svc  # actors in this process share its Edge shard
+            worker = dramatiq.Worker(pipeline.actors.broker, queues=queues, worker_threads=1)
+            worker.start()
+        maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s)
+        maintainer.start()
+        try:
+            yield
+        finally:
+            maintainer.stop()
+            if worker is not None:
+                worker.stop(timeout=10_000)
+            await waiter.stop()
+            svc.close()
+
+    app = FastAPI(
+        title="mempipe",
+        version="0.1.0",
+        description="Long-term memory for AI agents, AutoMem-compatible, on an event-driven pipeline.",
+        default_response_class=ORJSONResponse,
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(memory.router)
+    app.include_router(recall.router)
+    return app

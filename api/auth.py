@@ -1,0 +1,44 @@
+"""Authentication as AutoMem does it: Bearer, X-API-Key or ?api_key=; admin adds X-Admin-Token."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from api.deps import get_settings_dep
+from pipeline.config import Settings
+from pipeline.errors import Forbidden, Unauthorized
+
+
+def _presented_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip()
+    return request.headers.get("x-api-key") or request.query_params.get("api_key")
+
+
+def _matches(presented: str | None, expected: str) -> bool:
+    # Constant-time comparison on bytes, so timing does not reveal how much of a token matched.
+    return presented is not None and hmac.compare_digest(presented.encode(), expected.encode())
+
+
+def require_api_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+    expected = settings.automem_api_token
+    if expected and not _matches(_presented_token(request), expected):
+        raise Unauthorized("missing or invalid API token")
+
+
+def require_admin_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+    require_api_token(request, settings)
+    expected = settings.admin_api_token
+    presented = request.headers.get("x-admin-token") or request.headers.get("x-admin-api-key")
+    if not expected:
+        raise Forbidden("admin routes are disabled: ADMIN_API_TOKEN is not set")
+    if not _matches(presented, expected):
+        raise Forbidden("admin token required (X-Admin-Token)")
+
+
+ApiAuth = Depends(require_api_token)
+AdminAuth = Depends(require_admin_token)

@@ -1,0 +1,29 @@
+"""Reading a JSON body with a size bound and a clear error for malformed input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import Request
+
+from pipeline.errors import PayloadTooLarge, ValidationError
+
+
+async def read_json(request: Request, max_bytes: int) -> Any:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise PayloadTooLarge(f"body: {declared} bytes exceeds the limit of {max_bytes}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLarge(f"body: exceeds the limit of {max_bytes} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise ValidationError("body: expected a JSON object")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValidationError(f"body: malformed JSON ({exc})") from None

@@ -1,0 +1,51 @@
+"""AutoMem's error envelope, applied in one place: {"status": "error", "code": N, "message": "..."}."""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import ORJSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from pipeline.errors import MempipeError
+
+log = logging.getLogger(__name__)
+
+
+def envelope(code: int, message: str, headers: dict[str, str] | None = None) -> ORJSONResponse:
+    return ORJSONResponse({"status": "error", "code": code, "message": message}, status_code=code, headers=headers)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    first = exc.errors()[0]
+    location = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "path", "body")) or "request"
+    return f"{location}: {first.get('msg', 'invalid value')}"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(MempipeError)
+    async def _mempipe_error(_: Request, exc: MempipeError):
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        return envelope(exc.status_code, exc.message, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _request_validation(_: Request, exc: RequestValidationError):
+        return envelope(400, _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException):
+        return envelope(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(redis.ConnectionError)
+    @app.exception_handler(redis.TimeoutError)
+    async def _store_down(request: Request, exc: Exception):
+        log.warning("store unreachable during %s %s: %s", request.method, request.url.path, exc)
+        return envelope(503, "a backing store is unreachable; try again shortly")
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        log.exception("unhandled error during %s %s", request.method, request.url.path)
+        return envelope(500, "internal error")

@@ -1,0 +1,125 @@
+"""/memory: store, fetch, update, delete."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import ORJSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from api.auth import ApiAuth
+from api.body import read_json
+from api.deps import get_services, get_writes
+from api.writes import WritePath
+from pipeline.errors import Conflict, NotFound, Unavailable
+from pipeline.records import build_new_record, build_patch
+from pipeline.services import Services
+
+router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
+
+WaitParam = Annotated[bool, Query(description="Wait (bounded by WRITE_WAIT_SECONDS) until the write is recallable.")]
+
+
+def _graph_lookup(services: Services, memory_id: str) -> dict[str, Any] | None:
+    try:
+        return services.graph.get_memory(memory_id)
+    except Exception as exc:
+        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
+
+
+def _pending_view(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in ("embedding", "type_source", "id")}
+
+
+@router.post("/memory", status_code=201, summary="Store a memory (queued; waits until recallable unless wait=false)")
+async def store_memory(
+    request: Request,
+    services: Annotated[Services, Depends(get_services)],
+    writes: Annotated[WritePath, Depends(get_writes)],
+    wait: WaitParam = True,
+):
+    body = await read_json(request, services.settings.max_request_bytes)
+    limits = request.app.state.limits
+    record = build_new_record(body, limits)
+    outcome = await writes.store(record, wait)
+    payload = {
+        "status": "success",
+        "message": "Memory stored" if outcome.done else "Memory accepted and queued",
+        "memory_id": record.id,
+        "state": outcome.state,
+        "type": record.type,
+        "confidence": record.confidence,
+        "tags": record.tags,
+        "importance": record.importance,
+        "timestamp": record.timestamp,
+        "updated_at": record.updated_at,
+        "metadata": record.metadata,
+    }
+    return ORJSONResponse(payload, status_code=201 if outcome.done else 202)
+
+
+@router.get("/memory/{memory_id}", summary="Fetch one memory (202 while it is still in the pipeline)")
+def get_memory(memory_id: str, services: Annotated[Services, Depends(get_services)]):
+    memory = _graph_lookup(services, memory_id)
+    pending = services.tracker.pending(memory_id)
+    if memory is not None:
+        body = {"status": "success", "memory": memory}
+        if pending:
+            body["state"] = pending["state"]
+        return ORJSONResponse(body)
+    if pending:
+        return ORJSONResponse(
+            {
+                "status": "pending",
+                "memory_id": memory_id,
+                "state": pending["state"],
+                "message": "memory accepted and queued; not yet persisted",
+                "memory": _pending_view(pending["record"]),
+            },
+            status_code=202,
+        )
+    raise NotFound(f"memory {memory_id} not found")
+
+
+async def _require_existing(services: Services, memory_id: str) -> None:
+    memory = await run_in_threadpool(_graph_lookup, services, memory_id)
+    if memory is None:
+        if await run_in_threadpool(services.tracker.pending, memory_id):
+            raise Conflict(f"memory {memory_id} is still being written; retry once it is stored")
+        raise NotFound(f"memory {memory_id} not found")
+
+
+@router.patch("/memory/{memory_id}", summary="Update fields of a memory (re-embeds when content changes)")
+async def update_memory(
+    memory_id: str,
+    request: Request,
+    services: Annotated[Services, Depends(get_services)],
+    writes: Annotated[WritePath, Depends(get_writes)],
+    wait: WaitParam = True,
+):
+    body = await read_json(request, services.settings.max_request_bytes)
+    changes = build_patch(body, request.app.state.limits)
+    await _require_existing(services, memory_id)
+    outcome = await writes.update(memory_id, changes, wait)
+    return ORJSONResponse(
+        {"status": "success", "memory_id": memory_id, "state": outcome.state, "updated": sorted(changes)},
+        status_code=200 if outcome.done else 202,
+    )
+
+
+@router.delete("/memory/{memory_id}", summary="Delete a memory from the graph and the vector index")
+async def delete_memory(
+    memory_id: str,
+    services: Annotated[Services, Depends(get_services)],
+    writes: Annotated[WritePath, Depends(get_writes)],
+    wait: WaitParam = True,
+):
+    memory = await run_in_threadpool(_graph_lookup, services, memory_id)
+    if memory is None and not await run_in_threadpool(services.tracker.pending, memory_id):
+        raise NotFound(f"memory {memory_id} not found")
+    outcome = await writes.delete(memory_id, wait)
+    return ORJSONResponse(
+        {"status": "success", "memory_id": memory_id, "state": outcome.state},
+        status_code=200 if outcome.done else 202,
+    )

@@ -1,0 +1,1 @@
+"""Operations: the embedded launcher, the clock, admin CLIs and benchmarks."""

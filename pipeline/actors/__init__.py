@@ -1,0 +1,16 @@
+"""Dramatiq actors, one module per stage. ``dramatiq pipeline.actors`` runs them.
+
+Importing this package installs the broker from the process's settings, so the actors below
+bind to it, and gives the broker the process's ``Services`` (built lazily, once).
+"""
+
+from pipeline.broker import install_broker
+from pipeline.config import get_settings
+from pipeline.services import Services
+
+broker = install_broker(get_settings())
+broker.services = Services(get_settings())
+
+from pipeline.actors import embed, index, maintenance, persist  # noqa: E402  (actors bind to the broker above)
+
+__all__ = ["broker", "embed", "index", "maintenance", "persist"]

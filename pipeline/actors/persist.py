@@ -1,0 +1,95 @@
+"""Persist stage: the graph write that makes a memory part of the record.
+
+Messages carry batches of whole records, so a redelivered message writes the same thing
+again (``MERGE`` by id) and one message costs one ``UNWIND`` round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dramatiq
+
+from pipeline.actors.context import services
+from pipeline.broker import PERSIST_QUEUE
+from pipeline.classify import classify
+from pipeline.records import MemoryRecord
+from pipeline.resilience import store_call
+from pipeline.tracking import PERSISTED
+from pipeline.vectors import vector_payload
+
+
+def _with_type(record: MemoryRecord) -> MemoryRecord:
+    if record.type is None:
+        result = classify(record.content)
+        record.type, record.type_source = result.type, "pattern"
+        if record.confidence is None:
+            record.confidence = result.confidence
+    return record
+
+
+def vector_work_item(memory: dict[str, Any], op: str) -> dict[str, Any]:
+    """What the embed and vector stages need for one memory, nothing more."""
+    return {"id": memory["id"], "op": op, "text": memory["content"], "payload": vector_payload(memory)}
+
+
+@dramatiq.actor(queue_name=PERSIST_QUEUE)
+def persist_memories(records: list[dict[str, Any]]) -> None:
+    from pipeline.actors.embed import embed_memories
+    from pipeline.actors.index import index_vectors
+
+    svc = services()
+    skipped = svc.tracker.tombstoned([r["id"] for r in records])
+    batch = [_with_type(MemoryRecord.from_message(r)) for r in records if r["id"] not in skipped]
+    if not batch:
+        return
+    store_call(svc.graph.upsert_memories)(batch)
+    svc.tracker.advance([r.id for r in batch], PERSISTED)
+
+    to_embed, embedded = [], []
+    for record in batch:
+        item = vector_work_item(record.to_message(), "store")
+        if record.embedding is None:
+            to_embed.append(item)
+        else:
+            embedded.append({**item, "vector": record.embedding})
+    if to_embed:
+        embed_memories.send(to_embed)
+    if embedded:
+        index_vectors.send(embedded)
+
+
+@dramatiq.actor(queue_name=PERSIST_QUEUE)
+def update_memory(memory_id: str, changes: dict[str, Any]) -> None:
+    from pipeline.actors.embed import embed_memories
+    from pipeline.actors.index import index_vectors, update_vector_payload
+
+    svc = services()
+    if svc.tracker.tombstoned([memory_id]):
+        return
+    if "content" in changes and changes.get("type_source") is None and "type" not in changes:
+        current = store_call(svc.graph.get_memory)(memory_id)
+        if current and current.get("type_source") == "pattern":
+            result = classify(changes["content"])
+            changes = {**changes, "type": result.type, "type_source": "pattern", "confidence": result.confidence}
+    vector = changes.pop("embedding", None)
+    if not store_call(svc.graph.update_memory)(memory_id, changes):
+        svc.tracker.finish([memory_id], "update", "missing")
+        return
+    memory = store_call(svc.graph.get_memory)(memory_id)
+    item = vector_work_item(memory, "update")
+    if vector is not None:
+        index_vectors.send([{**item, "vector": vector}])
+    elif "content" in changes:
+        embed_memories.send([item])
+    else:
+        update_vector_payload.send(memory_id, item["payload"])
+
+
+@dramatiq.actor(queue_name=PERSIST_QUEUE)
+def delete_memories(memory_ids: list[str]) -> None:
+    from pipeline.actors.index import drop_vectors
+
+    svc = services()
+    store_call(svc.graph.delete_memories)(memory_ids)
+    drop_vectors.send(memory_ids)

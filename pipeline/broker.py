@@ -1,0 +1,76 @@
+"""The Dramatiq broker: Redis, one queue per stage, retries into a kept dead-letter queue."""
+
+from __future__ import annotations
+
+import dramatiq
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, Retries, ShutdownNotifications, TimeLimit
+
+from pipeline.config import Settings
+
+NAMESPACE = "mempipe"
+PERSIST_QUEUE = "persist"  # graph writes: the canonical record
+EMBED_QUEUE = "embed"  # the expensive stage: many texts per provider call
+VECTORS_QUEUE = "vectors"  # Qdrant writes; in the embedded default only the web process consumes it
+ENRICH_QUEUE = "enrich"  # classification, entities, relations
+MAINTENANCE_QUEUE = "maintenance"  # access tracking, sync, consolidation
+ALL_QUEUES = (PERSIST_QUEUE, EMBED_QUEUE, VECTORS_QUEUE, ENRICH_QUEUE, MAINTENANCE_QUEUE)
+HOT_QUEUES = frozenset({PERSIST_QUEUE, EMBED_QUEUE, VECTORS_QUEUE})
+COLD_POLL_MS = 1000
+
+
+class MempipeBroker(RedisBroker):
+    """RedisBroker whose idle consumers poll the write-path queues often.
+
+    Dramatiq's Redis consumer backs off exponentially up to the worker timeout (1 s by
+    default) when a queue is empty; at idle that would put up to a second on every stage of
+    accepted → recallable. Hot queues are capped at ``QUEUE_POLL_MS``; delay queues and
+    maintenance keep the default.
+    """
+
+    def __init__(self, *, hot_poll_ms: int, **kwargs):
+        super().__init__(**kwargs)
+        self.hot_poll_ms = hot_poll_ms
+
+    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000):
+        poll = self.hot_poll_ms if queue_name in HOT_QUEUES else min(timeout, COLD_POLL_MS)
+        return super().consume(queue_name, prefetch=prefetch, timeout=poll)
+
+
+def build_broker(settings: Settings) -> MempipeBroker:
+    middleware = [
+        AgeLimit(),
+        TimeLimit(time_limit=10 * 60 * 1000),
+        ShutdownNotifications(),
+        Callbacks(),
+        Pipelines(),
+        CurrentMessage(),
+        # After the last retry Dramatiq moves the message to the queue's dead-letter set
+        # (<namespace>:<queue>.XQ); ops.deadletters lists and replays it.
+        Retries(
+            max_retries=settings.actor_max_retries,
+            min_backoff=settings.retry_min_backoff_ms,
+            max_backoff=settings.retry_max_backoff_ms,
+        ),
+    ]
+    broker = MempipeBroker(
+        url=settings.redis_url,
+        namespace=NAMESPACE,
+        middleware=middleware,
+        heartbeat_timeout=settings.heartbeat_timeout_ms,
+        dead_message_ttl=settings.dead_message_ttl_days * 86_400_000,
+        hot_poll_ms=settings.queue_poll_ms,
+        socket_timeout=10,
+        socket_connect_timeout=3,
+        health_check_interval=30,
+    )
+    for queue in ALL_QUEUES:
+        broker.declare_queue(queue)
+    return broker
+
+
+def install_broker(settings: Settings) -> MempipeBroker:
+    """Build the broker and make it Dramatiq's global one (actors bind to it at import)."""
+    broker = build_broker(settings)
+    dramatiq.set_broker(broker)
+    return broker

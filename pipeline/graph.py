@@ -1,0 +1,188 @@
+"""FalkorDB: the canonical record of every memory.
+
+Every query here is parameterised: user input only ever reaches FalkorDB as a parameter,
+never spliced into Cypher text. Writes are batched (one ``UNWIND`` per call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable
+
+import orjson
+from falkordb import FalkorDB
+from redis.exceptions import ResponseError
+
+from pipeline.config import Settings
+from pipeline.records import MemoryRecord, tag_prefixes
+
+# Node properties that are stored as-is; metadata is stored JSON-encoded because FalkorDB
+# properties cannot hold maps.
+_PLAIN_FIELDS = (
+    "content", "tags", "importance", "confidence", "type", "type_source", "timestamp",
+    "updated_at", "t_valid", "t_invalid",
+)
+
+
+def _epoch(value: str | None) -> float | None:
+    return datetime.fromisoformat(value).timestamp() if value else None
+
+
+def node_properties(fields: dict[str, Any]) -> dict[str, Any]:
+    """Turn record fields (or a subset, for a patch) into node properties."""
+    props = {name: fields[name] for name in _PLAIN_FIELDS if name in fields}
+    if "tags" in fields:
+        props["tag_prefixes"] = tag_prefixes(fields["tags"])
+    if "metadata" in fields:
+        props["metadata_json"] = orjson.dumps(fields["metadata"] or {}).decode()
+    if "timestamp" in fields:
+        props["timestamp_epoch"] = _epoch(fields["timestamp"])
+    if "updated_at" in fields:
+        props["updated_epoch"] = _epoch(fields["updated_at"])
+    return props
+
+
+def memory_from_node(props: dict[str, Any]) -> dict[str, Any]:
+    """Node properties → the memory object the API returns."""
+    memory = {k: v for k, v in props.items() if k not in ("metadata_json", "timestamp_epoch", "updated_epoch")}
+    memory["metadata"] = orjson.loads(props["metadata_json"]) if props.get("metadata_json") else {}
+    return memory
+
+
+@dataclass(frozen=True)
+class TagFilter:
+    """Tag scope of a query, as the spec defines it (prefix match via tag_prefixes)."""
+
+    tags: tuple[str, ...] = ()
+    mode: str = "any"  # any | all
+    match: str = "prefix"  # prefix | exact
+
+    @property
+    def active(self) -> bool:
+        return bool(self.tags)
+
+    @property
+    def lowered(self) -> list[str]:
+        return [t.lower() for t in self.tags]
+
+
+def _tag_predicate(tag_filter: TagFilter) -> str:
+    """A WHERE fragment over node ``m``; the values always come from ``$scope_tags``."""
+    if not tag_filter.active:
+        return "true"
+    field = "m.tag_prefixes" if tag_filter.match == "prefix" else "[t IN m.tags | toLower(t)]"
+    quantifier = "all" if tag_filter.mode == "all" else "any"
+    return f"{quantifier}(s IN $scope_tags WHERE s IN {field})"
+
+
+class GraphStore:
+    """Memory nodes in one FalkorDB graph."""
+
+    def __init__(self, client: FalkorDB, graph_name: str):
+        self._client = client
+        self._graph = client.select_graph(graph_name)
+
+    @classmethod
+    def connect(cls, settings: Settings) -> "GraphStore":
+        client = FalkorDB(
+            host=settings.falkordb_host,
+            port=settings.falkordb_port,
+            password=settings.falkordb_password,
+            socket_timeout=10,
+            socket_connect_timeout=3,
+        )
+        return cls(client, settings.falkordb_graph)
+
+    def _query(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        return self._graph.query(cypher, params or {}).result_set
+
+    def _read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        return self._graph.ro_query(cypher, params or {}).result_set
+
+    def ping(self) -> bool:
+        return bool(self._client.connection.ping())
+
+    def ensure_schema(self) -> None:
+        """Range indexes on id and timestamps, a full-text index on content. Idempotent."""
+        statements = (
+            "CREATE INDEX FOR (m:Memory) ON (m.id)",
+            "CREATE INDEX FOR (m:Memory) ON (m.timestamp_epoch)",
+            "CREATE INDEX FOR (m:Memory) ON (m.updated_epoch)",
+            "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
+        )
+        for statement in statements:
+            try:
+                self._query(statement)
+            except ResponseError as exc:
+                if "already indexed" not in str(exc):
+                    raise
+
+    # --- writes ----------------------------------------------------------------------
+    def upsert_memories(self, records: Iterable[MemoryRecord]) -> None:
+        rows = [{"id": r.id, "props": node_properties(r.to_message())} for r in records]
+        if rows:
+            self._query("UNWIND $rows AS row MERGE (m:Memory {id: row.id}) SET m += row.props", {"rows": rows})
+
+    def update_memory(self, memory_id: str, changes: dict[str, Any]) -> bool:
+        result = self._query(
+            "MATCH (m:Memory {id: $id}) SET m += $props RETURN m.id",
+            {"id": memory_id, "props": node_properties(changes)},
+        )
+        return bool(result)
+
+    def delete_memories(self, memory_ids: list[str]) -> int:
+        result = self._query(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id}) DETACH DELETE m RETURN count(m)", {"ids": memory_ids}
+        )
+        return int(result[0][0]) if result else 0
+
+    def touch(self, memory_ids: list[str], at: str) -> None:
+        self._query("UNWIND $ids AS id MATCH (m:Memory {id: id}) SET m.last_accessed = $at", {"ids": memory_ids, "at": at})
+
+    # --- reads -----------------------------------------------------------------------
+    def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        rows = self._read("MATCH (m:Memory {id: $id}) RETURN m", {"id": memory_id})
+        return memory_from_node(rows[0][0].properties) if rows else None
+
+    def get_memories(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
+        rows = self._read("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m", {"ids": memory_ids})
+        memories = (memory_from_node(row[0].properties) for row in rows)
+        return {m["id"]: m for m in memories}
+
+    def count_memories(self, excluded_types: Iterable[str] = ()) -> int:
+        rows = self._read(
+            "MATCH (m:Memory) WHERE NOT coalesce(m.type, '') IN $excluded RETURN count(m)",
+            {"excluded": list(excluded_types)},
+        )
+        return int(rows[0][0])
+
+    def keyword_search(
+        self, terms: list[str], tag_filter: TagFilter, excluded_types: Iterable[str], limit: int
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Full-text candidates (stemmed, BM25-style score) inside the tag scope."""
+        if not terms:
+            return []
+        cypher = (
+            "CALL db.idx.fulltext.queryNodes('Memory', $text) YIELD node AS m, score "
+            f"WHERE {_tag_predicate(tag_filter)} AND NOT coalesce(m.type, '') IN $excluded "
+            "AND NOT coalesce(m.archived, false) "
+            "RETURN m, score ORDER BY score DESC, m.importance DESC, m.timestamp_epoch DESC LIMIT $limit"
+        )
+        params = {
+            "text": "|".join(terms),
+            "scope_tags": tag_filter.lowered,
+            "excluded": list(excluded_types),
+            "limit": limit,
+        }
+        return [(memory_from_node(row[0].properties), float(row[1])) for row in self._read(cypher, params)]
+
+    def trending(self, tag_filter: TagFilter, excluded_types: Iterable[str], limit: int) -> list[dict[str, Any]]:
+        """No query: the most important memories in scope, newest first among equals."""
+        cypher = (
+            f"MATCH (m:Memory) WHERE {_tag_predicate(tag_filter)} AND NOT coalesce(m.type, '') IN $excluded "
+            "AND NOT coalesce(m.archived, false) "
+            "RETURN m ORDER BY m.importance DESC, m.timestamp_epoch DESC LIMIT $limit"
+        )
+        params = {"scope_tags": tag_filter.lowered, "excluded": list(excluded_types), "limit": limit}
+        return [memory_from_node(row[0].properties) for row in self._read(cypher, params)]

@@ -1,0 +1,43 @@
+"""Query keywords: lower-cased word tokens without stop words, in query order."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_\-']*")
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves did does what's who's i'm it's don't""".split()
+)
+
+
+def extract_keywords(text: str | None) -> list[str]:
+    if not text:
+        return []
+    seen: dict[str, None] = {}
+    for token in _WORD.findall(text.lower()):
+        token = token.strip("-'_")
+        if len(token) >= 2 and token not in STOP_WORDS:
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def stem(word: str) -> str:
+    """A light suffix strip so 'databases' meets 'database'; the full-text index stems properly."""
+    for suffix in ("ies", "es", "s", "ing", "ed"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def fulltext_terms(keywords: list[str]) -> list[str]:
+    """Terms safe for the full-text query language: letters and digits only."""
+    terms = []
+    for keyword in keywords:
+        terms += [part for part in re.split(r"[^a-z0-9]+", keyword) if len(part) >= 2 and part not in STOP_WORDS]
+    return list(dict.fromkeys(terms))

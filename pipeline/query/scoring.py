@@ -1,0 +1,117 @@
+"""The hybrid score: ten weighted components plus the unweighted context bonus.
+
+final_score = Σ weight_c × component_c + context_bonus (not normalised; may exceed 1).
+See spec: recall-operations, "Hybrid Scoring System".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pipeline.config import ScoringWeights
+from pipeline.query.keywords import stem
+
+WEIGHTED_COMPONENTS = (
+    "vector", "keyword", "metadata", "exact", "importance", "confidence", "recency", "tag", "relation", "relevance",
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class RecencyPolicy:
+    window_days: float = 180.0
+    curve: str = "linear"  # linear | exp
+
+    def score(self, timestamp: str | None, now: datetime) -> float:
+        if not timestamp:
+            return 0.0
+        try:
+            moment = datetime.fromisoformat(timestamp)
+        except (TypeError, ValueError):
+            return 0.0
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        age_days = max(0.0, (now - moment).total_seconds() / 86400)
+        if self.curve == "exp":
+            return 0.5 ** (age_days / self.window_days)
+        return max(0.0, 1.0 - age_days / self.window_days)
+
+
+def keyword_score(keywords: list[str], content: str) -> float:
+    """Share of query keywords found in the content (light stemming on both sides)."""
+    if not keywords:
+        return 0.0
+    words = {stem(w) for w in _WORD.findall(content.lower())}
+    text = content.lower()
+    found = sum(1 for k in keywords if k in words or stem(k) in words or (" " in k and k in text))
+    return found / len(keywords)
+
+
+def _metadata_terms(memory: dict[str, Any]) -> set[str]:
+    terms = {t.lower() for t in memory.get("tags") or []}
+    for value in (memory.get("metadata") or {}).values():
+        if isinstance(value, str) and len(value) <= 200:
+            terms.add(value.lower())
+    return terms
+
+
+def tag_score(keywords: list[str], memory: dict[str, Any]) -> float:
+    """min(1, matched / total): query keywords equal to one of the memory's tags or metadata terms."""
+    if not keywords:
+        return 0.0
+    terms = _metadata_terms(memory)
+    return min(1.0, sum(1 for k in keywords if k in terms) / len(keywords))
+
+
+def exact_score(query: str | None, memory: dict[str, Any]) -> float:
+    """1.0 when the whole query equals one of the memory's tags or metadata terms."""
+    if not query or not query.strip():
+        return 0.0
+    return 1.0 if query.strip().lower() in _metadata_terms(memory) else 0.0
+
+
+def _unit(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if math.isnan(number) else min(1.0, max(0.0, number))
+
+
+def score_components(
+    *,
+    memory: dict[str, Any],
+    query: str | None,
+    keywords: list[str],
+    vector: float,
+    now: datetime,
+    recency: RecencyPolicy,
+    metadata: float = 0.0,
+    relation: float = 0.0,
+    context: float = 0.0,
+) -> dict[str, Any]:
+    components: dict[str, Any] = {
+        "vector": _unit(vector),
+        "keyword": keyword_score(keywords, memory.get("content") or ""),
+        "metadata": _unit(metadata),
+        "relation": _unit(relation),
+        "tag": tag_score(keywords, memory),
+        "importance": _unit(memory.get("importance")),
+        "confidence": _unit(memory.get("confidence")),
+        "recency": recency.score(memory.get("timestamp"), now),
+        "exact": exact_score(query, memory),
+        "relevance": _unit(memory.get("relevance_score")),
+        "context": context,
+    }
+    components["evidence"] = max(components["vector"], components["keyword"], components["metadata"], components["exact"])
+    components["relevance_gated"] = False
+    return components
+
+
+def final_score(components: dict[str, Any], weights: ScoringWeights) -> float:
+    total = sum(getattr(weights, name) * components[name] for name in WEIGHTED_COMPONENTS)
+    return total + components.get("context", 0.0)

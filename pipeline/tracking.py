@@ -1,0 +1,100 @@
+"""Where an accepted write is in the pipeline, and the signal that it is done.
+
+Kept on the broker's Redis (never on the stores), so the API can answer "pending" for a
+memory that is queued but not yet in the graph, and a waiting write can be woken the moment
+the last stage finishes. Keys:
+
+- ``mempipe:pending:<id>`` — hash ``state`` (queued, persisted, embedded) and ``record``
+  (the queued memory as JSON); removed when the memory is recallable.
+- ``mempipe:tombstone:<id>`` — set by a delete so a persist still in flight is skipped.
+- channel ``mempipe:done`` — one JSON message per finished operation: ``{"id", "op", "state"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import orjson
+import redis
+
+PENDING_PREFIX = "mempipe:pending:"
+TOMBSTONE_PREFIX = "mempipe:tombstone:"
+DONE_CHANNEL = "mempipe:done"
+TOMBSTONE_TTL_SECONDS = 7 * 24 * 3600
+
+QUEUED, PERSISTED, EMBEDDED, RECALLABLE, DELETED, UPDATED = (
+    "queued", "persisted", "embedded", "recallable", "deleted", "updated",
+)
+
+
+# Only touch a hash that exists, so a late or duplicate stage cannot resurrect a finished one.
+_ADVANCE_IF_PENDING = """
+if redis.call('exists', KEYS[1]) == 1 then redis.call('hset', KEYS[1], 'state', ARGV[1]) end
+"""
+
+
+def pending_key(memory_id: str) -> str:
+    return PENDING_PREFIX + memory_id
+
+
+def tombstone_key(memory_id: str) -> str:
+    return TOMBSTONE_PREFIX + memory_id
+
+
+class PipelineTracker:
+    """Synchronous view used by actors (and the API's read side)."""
+
+    def __init__(self, client: redis.Redis):
+        self._redis = client
+        self._advance_script = client.register_script(_ADVANCE_IF_PENDING)
+
+    def mark_queued(self, records: Iterable[dict[str, Any]]) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        for record in records:
+            pipe.hset(pending_key(record["id"]), mapping={"state": QUEUED, "record": orjson.dumps(record)})
+        pipe.execute()
+
+    def advance(self, memory_ids: Iterable[str], state: str) -> None:
+        """Record a stage reached, for memories still pending (a finished one stays finished)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for memory_id in memory_ids:
+            self._advance_script(keys=[pending_key(memory_id)], args=[state], client=pipe)
+        pipe.execute()
+
+    def finish(self, memory_ids: list[str], op: str, state: str) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        for memory_id in memory_ids:
+            pipe.delete(pending_key(memory_id))
+            pipe.publish(DONE_CHANNEL, orjson.dumps({"id": memory_id, "op": op, "state": state}))
+        pipe.execute()
+
+    def discard(self, memory_ids: list[str]) -> None:
+        try:
+            self._redis.delete(*[pending_key(m) for m in memory_ids])
+        except redis.RedisError:
+            pass
+
+    def pending(self, memory_id: str) -> dict[str, Any] | None:
+        data = self._redis.hgetall(pending_key(memory_id))
+        if not data or b"record" not in data:
+            return None
+        return {"state": data[b"state"].decode(), "record": orjson.loads(data[b"record"])}
+
+    def pending_count(self) -> int:
+        return sum(1 for _ in self._redis.scan_iter(match=PENDING_PREFIX + "*", count=1000))
+
+    def tombstone(self, memory_ids: list[str]) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        for memory_id in memory_ids:
+            pipe.set(tombstone_key(memory_id), 1, ex=TOMBSTONE_TTL_SECONDS)
+            pipe.delete(pending_key(memory_id))
+        pipe.execute()
+
+    def clear_tombstone(self, memory_id: str) -> None:
+        self._redis.delete(tombstone_key(memory_id))
+
+    def tombstoned(self, memory_ids: list[str]) -> set[str]:
+        if not memory_ids:
+            return set()
+        flags = self._redis.mget([tombstone_key(m) for m in memory_ids])
+        return {m for m, flag in zip(memory_ids, flags) if flag is not None}

@@ -1,0 +1,269 @@
+"""The vector index behind one protocol, with two backends.
+
+- ``EdgeVectorStore``: Qdrant Edge in-process (the embedded default). A shard belongs to one
+  process, so only the web process opens it.
+- ``QdrantServerVectorStore``: a Qdrant server through ``qdrant-client`` (``QDRANT_URL``);
+  ``:memory:`` selects qdrant-client's local mode, which tests use as the server stand-in.
+
+FalkorDB is the record; everything here can be rebuilt from it by re-embedding.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pipeline.config import Settings
+from pipeline.errors import VectorSizeMismatch
+from pipeline.graph import TagFilter, node_properties
+from pipeline.records import point_id_for
+
+# Payload fields recall filters on, and the index each gets.
+KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type")
+FLOAT_INDEXES = ("timestamp_epoch", "importance")
+
+
+@dataclass(frozen=True)
+class VectorPoint:
+    memory_id: str
+    vector: list[float]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    memory_id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VectorQuery:
+    vector: list[float]
+    limit: int
+    tag_filter: TagFilter = field(default_factory=TagFilter)
+    excluded_types: frozenset[str] = frozenset()
+
+
+class VectorStore(Protocol):
+    backend: str
+
+    def ensure_collection(self) -> None: ...
+    def upsert(self, points: list[VectorPoint]) -> None: ...
+    def delete(self, memory_ids: list[str]) -> None: ...
+    def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None: ...
+    def search(self, query: VectorQuery) -> list[VectorHit]: ...
+    def count(self) -> int: ...
+    def ping(self) -> bool: ...
+    def maintain(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def _mismatch(found: Any, wanted: int) -> VectorSizeMismatch:
+    return VectorSizeMismatch(
+        f"the vector collection stores {found}-dimensional vectors but the embedding provider "
+        f"produces {wanted} (VECTOR_SIZE/EMBEDDING_PROVIDER changed?). Re-embed into a new "
+        "collection (QDRANT_COLLECTION) or restore the previous provider."
+    )
+
+
+class EdgeVectorStore:
+    backend = "qdrant-edge"
+
+    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500):
+        import qdrant_edge as qe
+
+        self._qe = qe
+        self._path = path
+        self._size = vector_size
+        self._optimize_min_changes = optimize_min_changes
+        self._changes = 0
+        self._optimize_lock = threading.Lock()
+        self._shard = None
+
+    def ensure_collection(self) -> None:
+        import os
+
+        qe = self._qe
+        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._size, distance=qe.Distance.Cosine))
+        if os.path.isdir(self._path) and os.listdir(self._path):
+            try:
+                self._shard = qe.EdgeShard.load(self._path, config)
+            except Exception as exc:  # the binding raises a generic runtime error
+                if "vector size" in str(exc):
+                    raise _mismatch("a different number of", self._size) from exc
+                raise
+        else:
+            os.makedirs(self._path, exist_ok=True)
+            self._shard = qe.EdgeShard.create(self._path, config)
+        for name in KEYWORD_INDEXES:
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+        for name in FLOAT_INDEXES:
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
+
+    def _filter(self, query: VectorQuery):
+        qe = self._qe
+        must, must_not = [], []
+        tf = query.tag_filter
+        if tf.active:
+            key = "tag_prefixes" if tf.match == "prefix" else "tags_lower"
+            if tf.mode == "all":
+                must += [qe.FieldCondition(key=key, match=qe.MatchValue(t)) for t in tf.lowered]
+            else:
+                must.append(qe.FieldCondition(key=key, match=qe.MatchAny(tf.lowered)))
+        if query.excluded_types:
+            must_not.append(qe.FieldCondition(key="type", match=qe.MatchAny(sorted(query.excluded_types))))
+        must_not.append(qe.FieldCondition(key="archived", match=qe.MatchValue(True)))
+        return qe.Filter(must=must or None, must_not=must_not or None)
+
+    def upsert(self, points: list[VectorPoint]) -> None:
+        qe = self._qe
+        self._shard.update(
+            qe.UpdateOperation.upsert_points(
+                [qe.Point(point_id_for(p.memory_id), p.vector, p.payload) for p in points]
+            )
+        )
+        self._changes += len(points)
+
+    def delete(self, memory_ids: list[str]) -> None:
+        self._shard.update(self._qe.UpdateOperation.delete_points([point_id_for(m) for m in memory_ids]))
+        self._changes += len(memory_ids)
+
+    def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
+        self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], payload))
+
+    def search(self, query: VectorQuery) -> list[VectorHit]:
+        qe = self._qe
+        hits = self._shard.search(
+            qe.SearchRequest(
+                query=qe.Query.Nearest(query.vector), limit=query.limit, filter=self._filter(query), with_payload=True
+            )
+        )
+        return [VectorHit(h.payload["memory_id"], float(h.score), h.payload) for h in hits]
+
+    def count(self) -> int:
+        return int(self._shard.count(self._qe.CountRequest(exact=True)))
+
+    def ping(self) -> bool:
+        return self._shard is not None
+
+    def maintain(self) -> None:
+        """Build the HNSW index when enough has changed. Blocks: call it off the request path."""
+        if self._changes < self._optimize_min_changes or not self._optimize_lock.acquire(blocking=False):
+            return
+        try:
+            self._changes = 0
+            self._shard.optimize()
+            self._shard.flush()
+        finally:
+            self._optimize_lock.release()
+
+    def close(self) -> None:
+        if self._shard is not None:
+            self._shard.flush()
+            self._shard.close()
+            self._shard = None
+
+
+class QdrantServerVectorStore:
+    backend = "qdrant-server"
+
+    def __init__(self, client, collection: str, vector_size: int):
+        from qdrant_client import models
+
+        self._client = client
+        self._models = models
+        self._collection = collection
+        self._size = vector_size
+
+    @classmethod
+    def connect(cls, settings: Settings, vector_size: int) -> "QdrantServerVectorStore":
+        from qdrant_client import QdrantClient
+
+        if settings.qdrant_url == ":memory:":
+            client = QdrantClient(":memory:")
+        else:
+            client = QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=10)
+        return cls(client, settings.qdrant_collection, vector_size)
+
+    def ensure_collection(self) -> None:
+        m = self._models
+        if self._client.collection_exists(self._collection):
+            params = self._client.get_collection(self._collection).config.params.vectors
+            size = params.size if hasattr(params, "size") else None
+            if size != self._size:
+                raise _mismatch(size, self._size)
+        else:
+            self._client.create_collection(
+                self._collection, vectors_config=m.VectorParams(size=self._size, distance=m.Distance.COSINE)
+            )
+        for name in KEYWORD_INDEXES:
+            self._client.create_payload_index(self._collection, name, m.PayloadSchemaType.KEYWORD)
+        for name in FLOAT_INDEXES:
+            self._client.create_payload_index(self._collection, name, m.PayloadSchemaType.FLOAT)
+
+    def _filter(self, query: VectorQuery):
+        m = self._models
+        must, must_not = [], []
+        tf = query.tag_filter
+        if tf.active:
+            key = "tag_prefixes" if tf.match == "prefix" else "tags_lower"
+            if tf.mode == "all":
+                must += [m.FieldCondition(key=key, match=m.MatchValue(value=t)) for t in tf.lowered]
+            else:
+                must.append(m.FieldCondition(key=key, match=m.MatchAny(any=tf.lowered)))
+        if query.excluded_types:
+            must_not.append(m.FieldCondition(key="type", match=m.MatchAny(any=sorted(query.excluded_types))))
+        must_not.append(m.FieldCondition(key="archived", match=m.MatchValue(value=True)))
+        return m.Filter(must=must or None, must_not=must_not or None)
+
+    def upsert(self, points: list[VectorPoint]) -> None:
+        structs = [
+            self._models.PointStruct(id=point_id_for(p.memory_id), vector=p.vector, payload=p.payload) for p in points
+        ]
+        self._client.upsert(self._collection, structs, wait=True)
+
+    def delete(self, memory_ids: list[str]) -> None:
+        self._client.delete(
+            self._collection, self._models.PointIdsList(points=[point_id_for(m) for m in memory_ids]), wait=True
+        )
+
+    def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
+        self._client.set_payload(self._collection, payload, points=[point_id_for(memory_id)], wait=True)
+
+    def search(self, query: VectorQuery) -> list[VectorHit]:
+        response = self._client.query_points(
+            self._collection, query=query.vector, limit=query.limit, query_filter=self._filter(query), with_payload=True
+        )
+        return [VectorHit(p.payload["memory_id"], float(p.score), p.payload) for p in response.points]
+
+    def count(self) -> int:
+        return int(self._client.count(self._collection, exact=True).count)
+
+    def ping(self) -> bool:
+        self._client.get_collections()
+        return True
+
+    def maintain(self) -> None:
+        """The server optimises on its own."""
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def build_vector_store(settings: Settings, vector_size: int) -> VectorStore:
+    if settings.uses_qdrant_edge:
+        return EdgeVectorStore(str(settings.edge_path), vector_size, settings.edge_optimize_min_changes)
+    return QdrantServerVectorStore.connect(settings, vector_size)
+
+
+def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
+    """What a point carries besides its vector: what recall filters and scores on."""
+    props = node_properties(memory)
+    props.pop("metadata_json", None)
+    props["memory_id"] = memory["id"]
+    props["metadata"] = memory.get("metadata") or {}
+    props["tags_lower"] = [t.lower() for t in memory.get("tags") or []]
+    props["archived"] = bool(memory.get("archived", False))
+    return props
