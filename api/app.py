@@ -11,8 +11,10 @@ import logging
 import threading
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
+from typing import Callable
 
 import dramatiq
+import redis.asyncio as aioredis
 from fastapi import FastAPI
 from fastapi.responses import ORJSONResponse
 
@@ -75,7 +77,9 @@ def create_app(
     settings: Settings | None = None,
     services: Services | None = None,
     enqueuers: Enqueuers | None = None,
+    redis_connect: Callable[[], aioredis.Redis] | None = None,
 ) -> FastAPI:
+    """Build the app. Tests may pass ready-made services, enqueuers and a redis factory."""
     settings = settings or get_settings()
 
     @asynccontextmanager
@@ -94,7 +98,7 @@ def create_app(
             max_metadata_depth=settings.max_metadata_depth,
             vector_size=embedder.dimensions,
         )
-        waiter = CompletionWaiter(settings.redis_url)
+        waiter = CompletionWaiter(redis_connect or (lambda: aioredis.Redis.from_url(settings.redis_url)))
         await waiter.start()
         writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(), waiter, settings.write_wait_seconds)
         app.state.writes = writes

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from typing import Callable
 
 import orjson
 import redis.asyncio as aioredis
@@ -19,8 +20,8 @@ log = logging.getLogger(__name__)
 
 
 class CompletionWaiter:
-    def __init__(self, redis_url: str):
-        self._redis_url = redis_url
+    def __init__(self, connect: Callable[[], aioredis.Redis]):
+        self._connect = connect  # a fresh client per (re)subscription
         self._waiting: dict[str, list[asyncio.Future]] = defaultdict(list)
         self._task: asyncio.Task | None = None
         self._ready = asyncio.Event()
@@ -43,7 +44,7 @@ class CompletionWaiter:
     async def _listen(self) -> None:
         backoff = 0.1
         while True:
-            client = aioredis.Redis.from_url(self._redis_url)
+            client = self._connect()
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(DONE_CHANNEL)

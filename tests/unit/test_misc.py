@@ -1,0 +1,61 @@
+import math
+
+import fakeredis
+import pytest
+
+from ops.clock import Clock, ScheduledJob
+from pipeline.classify import classify
+from pipeline.config import Settings
+from pipeline.embedding import HashEmbedder
+from pipeline.errors import ConfigurationError
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("We decided to go with Postgres", "Decision"),
+        ("I prefer dark mode in every editor", "Preference"),
+        ("Every morning she runs 5k", "Habit"),
+        ("Use snake_case naming for Python modules", "Style"),
+        ("Turns out the root cause was DNS", "Insight"),
+        ("Deploys typically fail on Fridays", "Pattern"),
+        ("The meeting is in room 4", "Context"),
+    ],
+)
+def test_pattern_classifier(text, kind):
+    result = classify(text)
+    assert result.type == kind
+    assert 0 < result.confidence <= 0.9
+
+
+def test_hash_embedder_is_deterministic_and_normalised():
+    embedder = HashEmbedder(64)
+    a, b, c = embedder.embed(["the cat sat", "the cat sat", "quantum chromodynamics"])
+    assert a == b
+    assert math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-9)
+    assert a != c
+
+
+def test_settings_refuse_public_interface_without_token():
+    with pytest.raises(ConfigurationError):
+        Settings(host="0.0.0.0", automem_api_token=None)
+    assert Settings(host="0.0.0.0", automem_api_token="t").host == "0.0.0.0"
+
+
+def test_scoring_weights_read_from_env(monkeypatch):
+    monkeypatch.setenv("SEARCH_WEIGHT_VECTOR", "0.5")
+    weights = Settings().scoring_weights
+    assert weights.vector == 0.5 and weights.keyword == 0.35
+
+
+def test_two_clocks_enqueue_a_job_once_per_interval():
+    server = fakeredis.FakeServer()
+    runs = []
+    job = ScheduledJob("decay", 3600, lambda: runs.append(1))
+    first = Clock(fakeredis.FakeRedis(server=server), [job])
+    second = Clock(fakeredis.FakeRedis(server=server), [job])
+    assert first.tick(now=7200.0) == ["decay"]
+    assert second.tick(now=7200.5) == []
+    assert first.tick(now=9000.0) == []  # not due yet
+    assert second.tick(now=10801.0) == ["decay"]
+    assert len(runs) == 2
