@@ -87,7 +87,9 @@ class EdgeVectorStore:
 
         qe = self._qe
         config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._size, distance=qe.Distance.Cosine))
-        if os.path.isdir(self._path) and os.listdir(self._path):
+        if self._shard is not None:
+            pass  # already open in this process (a shard can only be opened once)
+        elif os.path.isdir(self._path) and os.listdir(self._path):
             try:
                 self._shard = qe.EdgeShard.load(self._path, config)
             except Exception as exc:  # the binding raises a generic runtime error

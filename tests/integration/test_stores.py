@@ -1,0 +1,118 @@
+"""Store contracts: both vector backends behave the same; the graph's schema is in place."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from falkordb import FalkorDB
+
+from pipeline.config import Settings
+from pipeline.errors import VectorSizeMismatch
+from pipeline.graph import GraphStore, TagFilter
+from pipeline.records import build_new_record, Limits
+from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
+
+pytestmark = pytest.mark.integration
+SIZE = 8
+
+
+def unit(i: int) -> list[float]:
+    vector = [0.0] * SIZE
+    vector[i % SIZE] = 1.0
+    return vector
+
+
+@pytest.fixture(params=["edge", "server"])
+def vectors(request, tmp_path):
+    if request.param == "edge":
+        store = EdgeVectorStore(str(tmp_path / "shard"), SIZE)
+    else:
+        store = QdrantServerVectorStore.connect(Settings(qdrant_url=":memory:"), SIZE)
+    store.ensure_collection()
+    store.ensure_collection()  # idempotent
+    yield store
+    store.close()
+
+
+def point(memory_id: str, i: int, tags: list[str], type_: str = "Context") -> VectorPoint:
+    memory = {"id": memory_id, "content": f"m{i}", "tags": tags, "type": type_, "importance": 0.5,
+              "timestamp": "2025-01-01T00:00:00+00:00", "metadata": {"k": i}}
+    return VectorPoint(memory_id, unit(i), vector_payload(memory))
+
+
+def ids(hits) -> list[str]:
+    return [h.memory_id for h in hits]
+
+
+def test_vector_store_contract(vectors):
+    vectors.upsert([
+        point("a", 0, ["slack:channel:General"]),
+        point("b", 1, ["slack:user:U1", "other"]),
+        point("c", 2, ["misc"], type_="MetaPattern"),
+        point("non-uuid:id/1", 3, ["misc"]),
+    ])
+    vectors.upsert([point("a", 0, ["slack:channel:General"])])  # idempotent upsert
+    assert vectors.count() == 4
+
+    everything = VectorQuery(unit(0), 10)
+    assert ids(vectors.search(everything))[0] == "a"
+    prefix = VectorQuery(unit(0), 10, TagFilter(("slack",)))
+    assert set(ids(vectors.search(prefix))) == {"a", "b"}
+    exact = VectorQuery(unit(0), 10, TagFilter(("slack:channel:general",), match="exact"))
+    assert ids(vectors.search(exact)) == ["a"]
+    every = VectorQuery(unit(0), 10, TagFilter(("slack", "other"), mode="all"))
+    assert ids(vectors.search(every)) == ["b"]
+    without_meta = VectorQuery(unit(2), 10, excluded_types=frozenset({"MetaPattern"}))
+    assert "c" not in ids(vectors.search(without_meta))
+
+    hit = vectors.search(VectorQuery(unit(3), 1))[0]
+    assert hit.memory_id == "non-uuid:id/1" and hit.payload["metadata"] == {"k": 3}
+    assert hit.score == pytest.approx(1.0, abs=1e-5)
+
+    vectors.set_payload("a", {"importance": 0.9})
+    assert vectors.search(VectorQuery(unit(0), 1))[0].payload["importance"] == 0.9
+    vectors.delete(["a", "non-uuid:id/1"])
+    assert vectors.count() == 2
+    assert "a" not in ids(vectors.search(everything))
+
+
+def test_edge_payload_indexes_and_size_mismatch(tmp_path):
+    path = str(tmp_path / "shard")
+    store = EdgeVectorStore(path, SIZE)
+    store.ensure_collection()
+    schema = store._shard.info().payload_schema
+    assert {"tag_prefixes", "tags_lower", "type", "memory_id", "timestamp_epoch", "importance"} <= set(schema)
+    store.close()
+    with pytest.raises(VectorSizeMismatch, match="produces 16"):
+        EdgeVectorStore(path, 16).ensure_collection()
+
+
+def test_server_backend_size_mismatch():
+    settings = Settings(qdrant_url=":memory:")
+    store = QdrantServerVectorStore.connect(settings, SIZE)
+    store.ensure_collection()
+    mismatched = QdrantServerVectorStore(store._client, settings.qdrant_collection, 16)
+    with pytest.raises(VectorSizeMismatch):
+        mismatched.ensure_collection()
+
+
+def test_graph_schema_and_parameterised_writes(servers):
+    graph_name = f"schema_{uuid.uuid4().hex[:6]}"
+    store = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), graph_name)
+    store.ensure_schema()
+    store.ensure_schema()  # idempotent
+    indexes = FalkorDB(host="127.0.0.1", port=servers.graph.port).select_graph(graph_name).query("CALL db.indexes()").result_set
+    fields = {field: kinds for row in indexes for field, kinds in row[2].items()}
+    assert "RANGE" in fields["id"] and "RANGE" in fields["timestamp_epoch"] and "FULLTEXT" in fields["content"]
+
+    hostile = "x'}) DETACH DELETE m //` \u2603 \\ {{$id}}"
+    record = build_new_record({"content": hostile, "tags": [hostile], "metadata": {hostile: hostile}, "id": "safe-1"}, Limits())
+    other = build_new_record({"content": "bystander", "id": "safe-2"}, Limits())
+    store.upsert_memories([record, other])
+    stored = store.get_memory("safe-1")
+    assert stored["content"] == hostile and stored["tags"] == [hostile] and stored["metadata"] == {hostile: hostile}
+    assert store.get_memory("safe-2")["content"] == "bystander"
+    assert store.count_memories() == 2
+    found = store.keyword_search(["bystander"], TagFilter(), (), 5)
+    assert [m["id"] for m, _ in found] == ["safe-2"]
