@@ -1,0 +1,147 @@
+"""Retrieval quality on LoCoMo: evidence recall@k, hit@5 and MRR, per category and overall.
+
+Every turn is written through the public API, every scored question (categories 1–4) is
+recalled through ``GET /recall`` scoped to its conversation; no LLM anywhere. Deterministic:
+same data, same model, same figures.
+
+    python -m ops.bench_quality                      # starts its own stack (local MiniLM)
+    python -m ops.bench_quality --url http://127.0.0.1:8001 --token …   # against a running service
+    python -m ops.bench_quality --data DIR --limit-conversations 2
+
+Prints a table and writes ops/results/bench_quality.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import orjson
+
+from ops.locomo import SCORED_CATEGORIES, Question, conversation_tag, load, questions, turns
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
+KS = (1, 5, 10)
+
+
+def ingest(api: httpx.Client, conversations: list[tuple[str, dict]]) -> int:
+    bodies = [body for name, data in conversations for body in turns(name, data)]
+
+    def send(chunk: list[dict]) -> None:
+        for body in chunk:
+            api.post("/memory", params={"wait": "false"}, json=body).raise_for_status()
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(send, [bodies[i::4] for i in range(4)]))
+    return len(bodies)
+
+
+def wait_indexed(api: httpx.Client, expected: int, timeout: float = 1800) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        health = api.get("/health").json()
+        if (health.get("vector_count") or 0) >= expected and (health.get("memory_count") or 0) >= expected:
+            return
+        time.sleep(1)
+    raise TimeoutError(f"{expected} memories not indexed after {timeout}s")
+
+
+def score_question(api: httpx.Client, question: Question, k_max: int) -> dict:
+    response = api.get("/recall", params={"query": question.text, "tags": conversation_tag(question.conversation),
+                                          "limit": k_max})
+    response.raise_for_status()
+    ranked = [r["memory"].get("metadata", {}).get("dia_id") for r in response.json()["results"]]
+    evidence = set(question.evidence)
+    first_hit = next((rank for rank, dia in enumerate(ranked, 1) if dia in evidence), None)
+    scores = {f"recall@{k}": len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
+    scores["hit@5"] = 1.0 if first_hit and first_hit <= 5 else 0.0
+    scores["mrr"] = 1.0 / first_hit if first_hit else 0.0
+    return scores
+
+
+def aggregate(rows: list[tuple[int, dict]]) -> dict:
+    by_category: dict[str, list[dict]] = defaultdict(list)
+    for category, scores in rows:
+        by_category[SCORED_CATEGORIES[category]].append(scores)
+        by_category["overall"].append(scores)
+    return {
+        name: {"questions": len(items), **{m: round(sum(s[m] for s in items) / len(items), 4) for m in items[0]}}
+        for name, items in by_category.items()
+    }
+
+
+def table(summary: dict) -> str:
+    metrics = [f"recall@{k}" for k in KS] + ["hit@5", "mrr"]
+    lines = ["| category | questions | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 2) + "|"]
+    order = [c for c in SCORED_CATEGORIES.values() if c in summary] + ["overall"]
+    for name in order:
+        row = summary[name]
+        lines.append(f"| {name} | {row['questions']} | " + " | ".join(f"{row[m]:.3f}" for m in metrics) + " |")
+    return "\n".join(lines)
+
+
+def run(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict:
+    started = time.perf_counter()
+    count = ingest(api, conversations)
+    wait_indexed(api, count)
+    ingest_s = time.perf_counter() - started
+    qs = [q for name, data in conversations for q in questions(name, data)]
+    started = time.perf_counter()
+    rows = [(q.category, score_question(api, q, max(KS))) for q in qs]
+    recall_s = time.perf_counter() - started
+    return {
+        "memories": count,
+        "questions": len(qs),
+        "ingest_seconds": round(ingest_s, 1),
+        "recall_seconds": round(recall_s, 1),
+        "mean_recall_ms": round(recall_s / max(1, len(qs)) * 1000, 1),
+        "summary": aggregate(rows),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--url", help="a running mempipe; default: start an embedded stack")
+    parser.add_argument("--token", help="API token for --url")
+    parser.add_argument("--provider", default="local", choices=("local", "hash"))
+    parser.add_argument("--limit-conversations", type=int)
+    args = parser.parse_args(argv)
+    conversations = load(args.data)[: args.limit_conversations]
+
+    if args.url:
+        headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+        with httpx.Client(base_url=args.url, headers=headers, timeout=120) as api:
+            report = run(api, conversations)
+    else:
+        from tests.stack import Servers, Stack
+
+        servers = Servers.start(Path(tempfile.mkdtemp(prefix="mempipe-quality-")))
+        stack = Stack.create(servers, EMBEDDING_PROVIDER=args.provider)
+        try:
+            stack.start_web(timeout=300)
+            stack.start_worker(threads=2)
+            with stack.client(timeout=120) as api:
+                report = run(api, conversations)
+        finally:
+            stack.stop()
+            servers.stop()
+
+    report["provider"] = args.provider
+    report["conversations"] = [name for name, _ in conversations]
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench_quality.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    print(table(report["summary"]))
+    print(f"\n{report['memories']} memories, {report['questions']} questions; ingest {report['ingest_seconds']} s, "
+          f"mean recall {report['mean_recall_ms']} ms ({args.provider} provider)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
