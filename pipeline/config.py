@@ -71,6 +71,7 @@ class Settings(BaseSettings):
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint.")
     embed_batch_size: int = Field(64, ge=1, le=2048, description="Most texts sent to the provider in one call.")
+    embed_torch_threads: int = Field(1, ge=1, le=64, description="Intra-op threads for the local model; more than 1 oversubscribes cores shared with other threads and processes.")
 
     # --- Pipeline (Dramatiq) ---------------------------------------------------------
     worker_processes: int = Field(1, ge=1, description="Worker processes the launcher starts.")
