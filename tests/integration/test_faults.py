@@ -171,6 +171,8 @@ def test_restart_finds_the_data(make_stack):
     tag = f"r-{uuid.uuid4().hex[:6]}"
     with stack.client() as api:
         memory_id = api.post("/memory", json={"content": "survives restarts", "tags": [tag]}).json()["memory_id"]
+        # a cold stack on a busy machine may answer 202: wait until it is really in both stores
+        wait_until(lambda: _counts(api) == (1, 1), timeout=60, message="memory indexed before the restart")
     stack.stop()
     stack.start_web()
     with stack.client() as api:
