@@ -251,8 +251,12 @@ def render(structured: dict[str, Any], fmt: str, budget: int) -> list[str]:
 # --- normalising the REST answers --------------------------------------------------------
 
 def ranked_base(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """GET /recall's body → the structured skeleton (diagnostics) and its results."""
-    base = {k: v for k, v in body.items() if k not in ("status", "results", "count")}
+    """GET /recall's body → the structured skeleton (diagnostics) and its results.
+
+    A diagnostic the service reports as null is left out: absent and null mean the same to
+    the caller, and the output schema types each field that is present.
+    """
+    base = {k: v for k, v in body.items() if k not in ("status", "results", "count") and v is not None}
     return {"mode": "ranked", **base}, list(body.get("results") or [])
 
 
