@@ -90,3 +90,27 @@ def test_queue_depth_age_then_worker_exporter(servers):
         assert value(worker_text, "mempipe_embedding_tokens_total", provider="hash") >= 1
     finally:
         stack.stop()
+
+
+def test_dead_letters_retries_and_embedding_errors_are_counted(servers):
+    stack = Stack.create(servers, actor_max_retries="1")
+    stack.start_web()
+    port = free_port()
+    # An embedding provider that cannot be reached: the embed stage fails, retries once, dead-letters.
+    stack.start_worker(
+        EMBEDDING_PROVIDER="openai", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"http://127.0.0.1:{free_port()}/v1",
+        VECTOR_SIZE="384", WORKER_METRICS_PORT=str(port), WORKER_METRICS_HOST="127.0.0.1",
+    )
+    try:
+        with stack.client() as api:
+            api.post("/memory", params={"wait": "false"}, json={"content": "never embedded"})
+            wait_until(lambda: value(api.get("/metrics").text, "mempipe_dead_letter_messages", queue="embed") == 1,
+                       timeout=60, message="dead letter counted")
+        worker_text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        labels = {"queue_name": "embed", "actor_name": "embed_memories"}
+        assert value(worker_text, "dramatiq_message_rejects_total", **labels) == 1
+        assert value(worker_text, "dramatiq_message_retries_total", **labels) == 1
+        assert value(worker_text, "dramatiq_message_errors_total", **labels) == 2
+        assert value(worker_text, "mempipe_embedding_errors_total", provider="openai") >= 2
+    finally:
+        stack.stop()
