@@ -54,6 +54,7 @@ class Settings(BaseSettings):
 
     # --- Stores ----------------------------------------------------------------------
     redis_url: str = Field("redis://127.0.0.1:16379/0", description="Queue broker (Redis). Separate from the graph server.")
+    falkordb_url: str | None = Field(None, description="FalkorDB as one URL (redis://, rediss://, falkor://, falkors://; as add-ons provide); overrides host, port and password.")
     falkordb_host: str = Field("127.0.0.1", description="FalkorDB host (the graph, canonical record).")
     falkordb_port: int = Field(16380, description="FalkorDB port.")
     falkordb_password: str | None = Field(None, description="FalkorDB password.")
