@@ -47,12 +47,12 @@ class ActorMetrics(Middleware):
     def after_process_boot(self, broker):
         # Emitted only by the ``dramatiq`` command, in each worker process, before any actor
         # ran and before anything imported prometheus_client (which reads this variable once).
-        if not self._settings.worker_metrics_port:
-            return
-        path = multiprocess_dir(self._settings, os.getppid())
-        path.mkdir(parents=True, exist_ok=True)
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
-        self._multiprocess_dir = path
+        if self._settings.worker_metrics_port:
+            path = multiprocess_dir(self._settings, os.getppid())
+            path.mkdir(parents=True, exist_ok=True)
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
+            self._multiprocess_dir = path
+        self._metrics()  # build them now, so the first message does not pay for it
 
     def after_worker_shutdown(self, broker, worker):
         if self._multiprocess_dir is not None:

@@ -60,8 +60,8 @@ def configure_logging(settings: Settings, role: str) -> None:
     """Route every log record through the JSON (or text) format; idempotent per process.
 
     Existing root handlers keep their streams (a Dramatiq worker process logs into a pipe
-    its parent reads) and get our formatter and filters; uvicorn's own handlers are removed
-    so its records take the same path.
+    its parent reads) and get our formatter and filters; uvicorn's server messages take the
+    same path, and its access log is silenced in favour of ours.
     """
     root = logging.getLogger()
     if any(isinstance(h.formatter, _MempipeJsonFormatter) or getattr(h, "_mempipe", False) for h in root.handlers):
@@ -83,7 +83,12 @@ def configure_logging(settings: Settings, role: str) -> None:
         handler.addFilter(RedactSecrets())
         handler._mempipe = True  # type: ignore[attr-defined]
     root.setLevel(settings.log_level.upper())
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+    for name in ("uvicorn", "uvicorn.error"):
         server_logger = logging.getLogger(name)
         server_logger.handlers.clear()
         server_logger.propagate = True
+    # The web's own access log (api.observability.AccessLog) replaces uvicorn's, which would
+    # log every line twice and the raw query string with it.
+    access = logging.getLogger("uvicorn.access")
+    access.handlers.clear()
+    access.propagate = False

@@ -202,6 +202,8 @@ def test_json_log_line_carries_request_id_and_is_redacted():
 
 
 def test_configure_logging_is_idempotent_and_takes_over_uvicorn():
+    error_logger = logging.getLogger("uvicorn.error")
+    saved_error = (error_logger.handlers[:], error_logger.propagate)
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)
     uvicorn_logger = logging.getLogger("uvicorn.access")
@@ -213,8 +215,10 @@ def test_configure_logging_is_idempotent_and_takes_over_uvicorn():
         first = root.handlers[0].formatter
         configure_logging(Settings(log_format="text"), role="worker")
         assert root.handlers[0].formatter is first  # the first call wins
-        assert uvicorn_logger.handlers == [] and uvicorn_logger.propagate is True
+        assert uvicorn_logger.handlers == [] and uvicorn_logger.propagate is False  # ours replaces it
+        assert logging.getLogger("uvicorn.error").propagate is True
         assert sum(isinstance(f, RedactSecrets) for f in root.handlers[0].filters) == 1
     finally:
         root.handlers, root.level = saved
         uvicorn_logger.handlers, uvicorn_logger.propagate = saved_uvicorn
+        error_logger.handlers, error_logger.propagate = saved_error
