@@ -19,6 +19,8 @@ from fastapi import FastAPI
 from fastapi.responses import ORJSONResponse
 
 from api.errors import install_error_handlers
+from api.mcp.server import McpEndpoint
+from api.observability import install_observability
 from api.routes import health, memory, recall
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath
@@ -119,7 +121,8 @@ def create_app(
         maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s)
         maintainer.start()
         try:
-            yield
+            async with mcp.run():
+                yield
         finally:
             maintainer.stop()
             if worker is not None:
@@ -135,7 +138,11 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    install_observability(app, settings)
     app.include_router(health.router)
     app.include_router(memory.router)
     app.include_router(recall.router)
+    # MCP: the tools call the routes above in-process, with the caller's token.
+    mcp = McpEndpoint(settings, app)
+    app.add_route("/mcp", mcp.asgi, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     return app

@@ -12,7 +12,8 @@ from pipeline.config import Settings
 from pipeline.errors import Forbidden, Unauthorized
 
 
-def _presented_token(request: Request) -> str | None:
+def presented_token(request: Request) -> str | None:
+    """The API token the caller sent, by any of the three ways AutoMem accepts."""
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip()
@@ -24,9 +25,14 @@ def _matches(presented: str | None, expected: str) -> bool:
     return presented is not None and hmac.compare_digest(presented.encode(), expected.encode())
 
 
-def require_api_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+def api_token_ok(request: Request, settings: Settings) -> bool:
+    """True when no token is configured or the caller presented it (REST and MCP alike)."""
     expected = settings.automem_api_token
-    if expected and not _matches(_presented_token(request), expected):
+    return not expected or _matches(presented_token(request), expected)
+
+
+def require_api_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+    if not api_token_ok(request, settings):
         raise Unauthorized("missing or invalid API token")
 
 

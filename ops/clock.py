@@ -17,6 +17,7 @@ from typing import Callable
 import redis
 
 from pipeline.config import Settings, get_settings
+from pipeline.observability.logs import configure_logging
 
 log = logging.getLogger("mempipe.clock")
 LAST_RUN_KEY = "mempipe:clock:last_run"
@@ -61,8 +62,8 @@ class Clock:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     settings = get_settings()
+    configure_logging(settings, role="clock")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

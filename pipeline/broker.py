@@ -7,6 +7,8 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, Retries, ShutdownNotifications, TimeLimit
 
 from pipeline.config import Settings
+from pipeline.observability.actor_metrics import ActorMetrics
+from pipeline.observability.requestid import TraceMiddleware
 
 NAMESPACE = "mempipe"
 PERSIST_QUEUE = "persist"  # graph writes: the canonical record
@@ -52,6 +54,8 @@ def build_broker(settings: Settings) -> MempipeBroker:
             min_backoff=settings.retry_min_backoff_ms,
             max_backoff=settings.retry_max_backoff_ms,
         ),
+        TraceMiddleware(),  # carries the request id from the API through every stage
+        ActorMetrics(settings),  # dramatiq_* per-actor metrics; the worker-side exporter
     ]
     broker = MempipeBroker(
         url=settings.redis_url,

@@ -54,6 +54,7 @@ class Settings(BaseSettings):
 
     # --- Stores ----------------------------------------------------------------------
     redis_url: str = Field("redis://127.0.0.1:16379/0", description="Queue broker (Redis). Separate from the graph server.")
+    falkordb_url: str | None = Field(None, description="FalkorDB as one URL (redis://, rediss://, falkor://, falkors://; as add-ons provide); overrides host, port and password.")
     falkordb_host: str = Field("127.0.0.1", description="FalkorDB host (the graph, canonical record).")
     falkordb_port: int = Field(16380, description="FalkorDB port.")
     falkordb_password: str | None = Field(None, description="FalkorDB password.")
@@ -108,6 +109,15 @@ class Settings(BaseSettings):
 
     # --- Clock -----------------------------------------------------------------------
     clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")
+
+    # --- MCP, metrics, logs ----------------------------------------------------------
+    automem_recall_token_budget: int = Field(18_000, ge=200, le=1_000_000, description="Estimated tokens the MCP recall_memory tool may return in all (structured content plus text).")
+    log_level: str = Field("INFO", description="Log level of every process (DEBUG, INFO, WARNING, ...).")
+    log_format: Literal["json", "text"] = Field("json", description="json: one JSON object per line with request_id; text: for reading in a terminal.")
+    metrics_public: bool = Field(False, description="Serve /metrics without the API token (only on a private network).")
+    worker_metrics_port: int = Field(9191, ge=0, le=65535, description="Port of each worker's Prometheus exporter (one per dramatiq command, all its processes); 0 turns it off.")
+    worker_metrics_host: str = Field("0.0.0.0", description="Interface the worker exporter binds to.")
+    worker_metrics_dir: Path = Field(Path("/tmp/mempipe-worker-metrics"), description="Where worker processes share their metric files (prometheus_client multiprocess mode); one subfolder per dramatiq command.")
 
     @model_validator(mode="after")
     def _refuse_insecure_defaults(self) -> "Settings":

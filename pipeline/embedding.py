@@ -108,6 +108,10 @@ class OpenAIEmbedder:
         self.dimensions = dimensions
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_with_usage(texts)[0]
+
+    def embed_with_usage(self, texts: list[str]) -> tuple[list[list[float]], int | None]:
+        """The vectors and the tokens the provider billed (None when it does not say)."""
         extra = {"dimensions": self.dimensions} if self._model.startswith("text-embedding-3") else {}
         response = self._client.embeddings.create(model=self._model, input=texts, **extra)
         ordered = sorted(response.data, key=lambda item: item.index)
@@ -116,7 +120,8 @@ class OpenAIEmbedder:
             raise ConfigurationError(
                 f"embedding model {self._model} returned {len(vectors[0])} dimensions, VECTOR_SIZE is {self.dimensions}"
             )
-        return vectors
+        usage = getattr(response, "usage", None)
+        return vectors, getattr(usage, "prompt_tokens", None) or getattr(usage, "total_tokens", None)
 
 
 def build_embedder(settings: Settings) -> Embedder:

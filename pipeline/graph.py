@@ -85,12 +85,14 @@ class GraphStore:
 
     @classmethod
     def connect(cls, settings: Settings) -> "GraphStore":
+        timeouts = {"socket_timeout": 10, "socket_connect_timeout": 3}
+        if settings.falkordb_url:  # hosted FalkorDB / platform add-ons hand out one URL
+            return cls(FalkorDB.from_url(settings.falkordb_url, **timeouts), settings.falkordb_graph)
         client = FalkorDB(
             host=settings.falkordb_host,
             port=settings.falkordb_port,
             password=settings.falkordb_password,
-            socket_timeout=10,
-            socket_connect_timeout=3,
+            **timeouts,
         )
         return cls(client, settings.falkordb_graph)
 

@@ -14,6 +14,7 @@ import redis
 from pipeline.config import Settings
 from pipeline.embedding import Embedder, build_embedder, provider_dimensions
 from pipeline.graph import GraphStore
+from pipeline.observability.metrics import InstrumentedEmbedder, InstrumentedStore, PipelineMetrics, process_metrics
 from pipeline.tracking import PipelineTracker
 from pipeline.vectors import VectorStore, build_vector_store
 
@@ -29,6 +30,7 @@ class Services:
         vectors: VectorStore | None = None,
         embedder: Embedder | None = None,
         broker_redis: redis.Redis | None = None,
+        metrics: Callable[[], PipelineMetrics] = process_metrics,
     ):
         self.settings = settings
         self._lock = threading.RLock()
@@ -37,6 +39,7 @@ class Services:
         self._embedder = embedder
         self._redis = broker_redis
         self._tracker: PipelineTracker | None = None
+        self._metrics = metrics  # resolved on first use (after process boot in a worker)
 
     def _lazy(self, name: str, factory: Callable[[], T]) -> T:
         value = getattr(self, name)
@@ -57,7 +60,7 @@ class Services:
         def connect() -> GraphStore:
             store = GraphStore.connect(self.settings)
             store.ensure_schema()
-            return store
+            return InstrumentedStore(store, "graph", self._metrics())
 
         return self._lazy("_graph", connect)
 
@@ -66,7 +69,7 @@ class Services:
         def connect() -> VectorStore:
             store = build_vector_store(self.settings, self.vector_size)
             store.ensure_collection()
-            return store
+            return InstrumentedStore(store, "vectors", self._metrics())
 
         return self._lazy("_vectors", connect)
 
@@ -76,7 +79,7 @@ class Services:
 
     @property
     def embedder(self) -> Embedder:
-        return self._lazy("_embedder", lambda: build_embedder(self.settings))
+        return self._lazy("_embedder", lambda: InstrumentedEmbedder(build_embedder(self.settings), self._metrics()))
 
     @property
     def broker_redis(self) -> redis.Redis:

@@ -98,6 +98,7 @@ class Stack:
             "RETRY_MAX_BACKOFF_MS": "1000",
             "ACTOR_MAX_RETRIES": "30",
             "EDGE_OPTIMIZE_INTERVAL_S": "2",
+            "WORKER_METRICS_PORT": "0",  # stacks share a machine; a test that scrapes a worker picks a port
             "HF_HUB_OFFLINE": "1",
             "PYTHONUNBUFFERED": "1",
         }

@@ -6,8 +6,10 @@ bind to it, and gives the broker the process's ``Services`` (built lazily, once)
 
 from pipeline.broker import install_broker
 from pipeline.config import get_settings
+from pipeline.observability.logs import configure_logging
 from pipeline.services import Services
 
+configure_logging(get_settings(), role="worker")  # no-op in the web process, which configured first
 broker = install_broker(get_settings())
 broker.services = Services(get_settings())
 

@@ -1,0 +1,87 @@
+"""The web process's observability: request ids, an access log, and ``/metrics``.
+
+- asgi-correlation-id takes ``X-Request-ID`` (or makes one), echoes it on the response and
+  sets the request id every log line and every enqueued message carries.
+- ``AccessLog`` writes one JSON line per request: method, path, redacted query, status,
+  duration. Tokens never appear (the query is redacted; headers are not logged).
+- prometheus-fastapi-instrumentator counts requests and times them per route template.
+- ``/metrics`` serves this process's registry (HTTP, store, embedding and, for the stages
+  this process consumes, per-actor metrics) plus the broker's queue gauges.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from asgi_correlation_id import CorrelationIdMiddleware
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_fastapi_instrumentator import Instrumentator
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.auth import ApiAuth
+from pipeline.config import Settings
+from pipeline.observability.logs import configure_logging, redact
+from pipeline.observability.queue_stats import QueueCollector
+
+access_log = logging.getLogger("mempipe.access")
+QUIET_PATHS = frozenset({"/health", "/metrics"})  # polled constantly: logged at DEBUG
+
+
+class AccessLog:
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = {"code": 500}
+
+        async def record_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, record_status)
+        finally:
+            path = scope.get("path", "")
+            query = scope.get("query_string", b"").decode("latin-1")
+            access_log.log(
+                logging.DEBUG if path in QUIET_PATHS else logging.INFO,
+                "%s %s %s", scope.get("method"), path, status["code"],
+                extra={
+                    "method": scope.get("method"),
+                    "path": path,
+                    "query": redact(query) if query else None,
+                    "status": status["code"],
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                },
+            )
+
+
+def install_observability(app: FastAPI, settings: Settings) -> None:
+    """Logging, request ids, HTTP metrics and ``/metrics`` for this app."""
+    configure_logging(settings, role="web")
+    Instrumentator(
+        should_group_status_codes=False,
+        should_ignore_untemplated=True,  # scanners' random paths must not explode label cardinality
+        excluded_handlers=["/metrics"],
+        registry=REGISTRY,
+    ).instrument(app)
+    app.add_middleware(AccessLog)
+    app.add_middleware(CorrelationIdMiddleware)  # outermost: everything inside sees the id
+
+    queue_registry = CollectorRegistry(auto_describe=False)
+    queue_registry.register(QueueCollector(lambda: app.state.services.broker_redis))
+    router = APIRouter(tags=["operations"], dependencies=[] if settings.metrics_public else [ApiAuth])
+
+    @router.get("/metrics", summary="Prometheus metrics (API token unless METRICS_PUBLIC)", include_in_schema=True)
+    def metrics() -> Response:
+        return Response(generate_latest(REGISTRY) + generate_latest(queue_registry), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(router)

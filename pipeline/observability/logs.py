@@ -1,0 +1,94 @@
+"""Structured logs: one JSON object per line, with the request id on every line.
+
+Every process (web, worker, clock) calls ``configure_logging`` once at start. Tokens never
+reach a log: ``RedactSecrets`` masks ``api_key=`` query values and Authorization/API-key
+header values in any message, whichever library logged it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from pythonjsonlogger.json import JsonFormatter
+
+from pipeline.config import Settings
+from pipeline.observability.requestid import actor_name, message_id, request_id
+
+_SECRET_PATTERNS = (
+    # ?api_key=...  &api_key=...  (and admin variants)
+    (re.compile(r"(?i)((?:api_key|admin_api_key|token)=)[^&\s\"']+"), r"\1***"),
+    # Authorization: Bearer ...   X-API-Key: ...   X-Admin-Token: ...
+    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+"), r"\1***"),
+    (re.compile(r"(?i)((?:x-api-key|x-admin-token|x-admin-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"), r"\1***"),
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with token-bearing query values and header values replaced by ``***``."""
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class RedactSecrets(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, ()
+        return True
+
+
+class TraceContext(logging.Filter):
+    """Adds request_id (and, in a worker, the actor and message id) to every record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        actor = actor_name.get()
+        if actor is not None:
+            record.actor = actor
+            record.message_id = message_id.get()
+        return True
+
+
+class _MempipeJsonFormatter(JsonFormatter):
+    """Marks handlers this module configured, so a second call changes nothing."""
+
+
+def configure_logging(settings: Settings, role: str) -> None:
+    """Route every log record through the JSON (or text) format; idempotent per process.
+
+    Existing root handlers keep their streams (a Dramatiq worker process logs into a pipe
+    its parent reads) and get our formatter and filters; uvicorn's server messages take the
+    same path, and its access log is silenced in favour of ours.
+    """
+    root = logging.getLogger()
+    if any(isinstance(h.formatter, _MempipeJsonFormatter) or getattr(h, "_mempipe", False) for h in root.handlers):
+        return
+    if settings.log_format == "json":
+        formatter: logging.Formatter = _MempipeJsonFormatter(
+            ["levelname", "name", "message"],
+            rename_fields={"levelname": "level", "name": "logger"},
+            static_fields={"role": role},
+            timestamp=True,
+        )
+    else:
+        formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+    if not root.handlers:
+        root.addHandler(logging.StreamHandler())
+    for handler in root.handlers:
+        handler.setFormatter(formatter)
+        handler.addFilter(TraceContext())
+        handler.addFilter(RedactSecrets())
+        handler._mempipe = True  # type: ignore[attr-defined]
+    root.setLevel(settings.log_level.upper())
+    for name in ("uvicorn", "uvicorn.error"):
+        server_logger = logging.getLogger(name)
+        server_logger.handlers.clear()
+        server_logger.propagate = True
+    # The web's own access log (api.observability.AccessLog) replaces uvicorn's, which would
+    # log every line twice and the raw query string with it.
+    access = logging.getLogger("uvicorn.access")
+    access.handlers.clear()
+    access.propagate = False
