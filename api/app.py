@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.responses import ORJSONResponse
 
 from api.errors import install_error_handlers
-from api.routes import batch, health, memory, recall
+from api.routes import batch, health, ingest, memory, recall
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
@@ -146,4 +146,5 @@ def create_app(
     app.include_router(batch.router)  # before memory: /memory/batch is not a memory id
     app.include_router(memory.router)
     app.include_router(recall.router)
+    app.include_router(ingest.router)
     return app

@@ -24,6 +24,7 @@ class BatchItem:
     record: MemoryRecord | None = None
     error: MempipeError | None = None
     status: str = ACCEPTED
+    timestamp_given: bool = True  # an omitted timestamp means "now": not a change to compare
 
     def result(self) -> dict[str, Any]:
         if self.error is not None:
@@ -65,7 +66,9 @@ def validate_batch(items: list[Any], limits: Limits, *, now: datetime | None = N
     batch = ValidatedBatch()
     for index, body in enumerate(items):
         try:
-            batch.items.append(BatchItem(index, record=build_new_record(body, limits, now=now)))
+            record = build_new_record(body, limits, now=now)
+            given = isinstance(body, dict) and body.get("timestamp") is not None
+            batch.items.append(BatchItem(index, record=record, timestamp_given=given))
         except ValidationError as exc:
             exc.message = f"memories.{index}.{exc.message}"
             batch.items.append(BatchItem(index, error=exc))
@@ -75,7 +78,7 @@ def validate_batch(items: list[Any], limits: Limits, *, now: datetime | None = N
 _COMPARED = ("content", "tags", "importance", "timestamp", "metadata", "t_valid", "t_invalid")
 
 
-def is_unchanged(record: MemoryRecord, stored: dict[str, Any]) -> bool:
+def is_unchanged(record: MemoryRecord, stored: dict[str, Any], *, timestamp_given: bool = True) -> bool:
     """Would writing ``record`` change nothing a client can see in ``stored``?"""
     if record.embedding is not None:
         return False  # a client-supplied vector cannot be compared cheaply: write it
@@ -84,11 +87,12 @@ def is_unchanged(record: MemoryRecord, stored: dict[str, Any]) -> bool:
     if record.type is None and record.confidence is not None and stored.get("confidence") != record.confidence:
         return False
     mine = record.to_message()
-    return all(mine[name] == stored.get(name) for name in _COMPARED)
+    compared = _COMPARED if timestamp_given else tuple(n for n in _COMPARED if n != "timestamp")
+    return all(mine[name] == stored.get(name) for name in compared)
 
 
 def mark_unchanged(batch: ValidatedBatch, stored: dict[str, dict[str, Any]]) -> None:
     for item in batch.valid:
         current = stored.get(item.record.id)
-        if current is not None and is_unchanged(item.record, current):
+        if current is not None and is_unchanged(item.record, current, timestamp_given=item.timestamp_given):
             item.status = UNCHANGED
