@@ -92,7 +92,7 @@ def run_import(
 
         try:
             return import_export(export, HttpBatchSink(client), rules, batch_size=batch_size or settings.slack_import_batch_size,
-                                 workspace=workspace, progress=progress)
+                                 workspace=workspace, progress=progress, in_flight=settings.slack_import_in_flight)
         finally:
             bar.close()
 

@@ -90,6 +90,7 @@ class Settings(BaseSettings):
     web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vector queue with Qdrant Edge, none with a Qdrant server.")
     edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")
     edge_optimize_min_changes: int = Field(500, ge=1, description="Vector writes since the last optimize that trigger another.")
+    edge_optimize_quiet_s: float = Field(5.0, ge=0, description="Vector writes must have paused this long before an optimize (keeps bulk imports from stalling behind it).")
 
     # --- Recall ----------------------------------------------------------------------
     recall_max_limit: int = Field(100, ge=1, description="Largest limit a recall may ask for (larger is clamped).")
@@ -121,6 +122,7 @@ class Settings(BaseSettings):
     )
     slack_event_dedupe_ttl_s: int = Field(86_400, ge=60, description="How long a Slack event_id is remembered to drop retries.")
     slack_import_batch_size: int = Field(500, ge=1, le=5000, description="Memories per POST /memory/batch the Slack importer sends.")
+    slack_import_in_flight: int = Field(3, ge=1, le=32, description="Batches the Slack importer keeps in flight at once.")
     slack_max_upload_bytes: int = Field(1_073_741_824, ge=1, description="Largest export .zip the admin import endpoint accepts.")
 
     # --- Clock -----------------------------------------------------------------------

@@ -9,7 +9,8 @@ re-run finds it stored unchanged (counted as duplicates) instead of writing it a
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -83,21 +84,37 @@ def import_export(
     batch_size: int = 500,
     workspace: str | None = None,
     progress: Progress | None = None,
+    in_flight: int = 1,
 ) -> ImportSummary:
+    """Read, map and send; ``in_flight`` batches may be on their way at once (the sink must
+    then be thread-safe), so reading the next day files overlaps the server's work."""
     directory, conversations, team = export.directory()
     summary = ImportSummary(workspace=workspace or team or export.path.stem, conversations=len(conversations))
     started = time.monotonic()
     batch: list[dict[str, Any]] = []
+    pool = ThreadPoolExecutor(in_flight, thread_name_prefix="import-send") if in_flight > 1 else None
+    pending: deque[Future] = deque()
 
-    def flush() -> None:
-        if not batch:
-            return
-        outcome = sink.send(batch)
+    def account(outcome: BatchOutcome) -> None:
         summary.imported += outcome.accepted
         summary.duplicates += outcome.unchanged
         summary.failed += outcome.failed
         summary.errors += outcome.errors[: max(0, 20 - len(summary.errors))]
+
+    def flush() -> None:
+        if not batch:
+            return
+        if pool is None:
+            account(sink.send(list(batch)))
+        else:
+            while len(pending) >= in_flight:
+                account(pending.popleft().result())
+            pending.append(pool.submit(sink.send, list(batch)))
         batch.clear()
+
+    def drain() -> None:
+        while pending:
+            account(pending.popleft().result())
 
     counts: dict[str, int] = {}
     files_done = 0
@@ -121,6 +138,7 @@ def import_export(
                 if len(batch) >= batch_size:
                     flush()
         flush()
+        drain()
         if progress and last_file is not None:
             progress(files_done + 1, summary)
     except KeyboardInterrupt:
@@ -128,7 +146,15 @@ def import_export(
         # What was mapped but not yet sent is neither imported nor skipped: don't count it.
         summary.messages -= len(batch)
         batch.clear()
+        for future in pending:  # batches already on their way are waited for and counted
+            try:
+                account(future.result())
+            except Exception as exc:  # noqa: BLE001 - reported, the re-run picks them up
+                summary.errors.append(str(exc))
+        pending.clear()
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
         summary.non_message_files = counts.get("non_message_files", 0)
         summary.seconds = time.monotonic() - started
     return summary
