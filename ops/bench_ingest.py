@@ -169,8 +169,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         providers = [p for p in args.providers.split(",") if p]
         worker_counts = [int(w) for w in args.workers.split(",") if w]
-        if "local" in providers:
-            extra["raw_model"] = raw_model_rate(exports["local"], args.local_messages)
         for provider in providers:
             for workers in worker_counts:
                 export = exports["hash" if provider == "hash" else "local"]
@@ -184,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
             extra["importer_rss_small"] = bench_batch(small, exports["small"], args.timeout)
         finally:
             small.stop()
+        # Last: once torch is loaded here, every importer forked afterwards would start with
+        # this process's resident pages in its peak-RSS figure.
+        if "local" in providers:
+            extra["raw_model"] = raw_model_rate(exports["local"], args.local_messages)
     finally:
         servers.stop()
 
