@@ -28,6 +28,7 @@ test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
 bench: $(STAMP)
+	$(PY) -m ops.bench_latency
 	$(PY) -m ops.bench_ingest
 
 clean:

@@ -21,9 +21,9 @@ from fastapi.responses import ORJSONResponse
 from api.errors import install_error_handlers
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
-from api.routes import health, memory, recall
+from api.routes import batch, health, ingest, memory, recall
 from api.waiter import CompletionWaiter
-from api.writes import Enqueuers, WritePath
+from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
 from pipeline.config import Settings, get_settings
 from pipeline.query import RecallEngine
@@ -102,7 +102,14 @@ def create_app(
         )
         waiter = CompletionWaiter(redis_connect or (lambda: aioredis.Redis.from_url(settings.redis_url)))
         await waiter.start()
-        writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(), waiter, settings.write_wait_seconds)
+        tuning = WriteTuning(
+            wait_seconds=settings.write_wait_seconds,
+            coalesce_window_s=settings.write_coalesce_window_ms / 1000,
+            coalesce_max_items=settings.write_coalesce_max_items,
+            max_pending=settings.backpressure_max_pending,
+            retry_after_s=settings.backpressure_retry_after_s,
+        )
+        writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(), waiter, tuning)
         app.state.writes = writes
         app.state.engine = RecallEngine(
             settings,
@@ -140,8 +147,10 @@ def create_app(
     install_error_handlers(app)
     install_observability(app, settings)
     app.include_router(health.router)
+    app.include_router(batch.router)  # before memory: /memory/batch is not a memory id
     app.include_router(memory.router)
     app.include_router(recall.router)
+    app.include_router(ingest.router)
     # MCP: the tools call the routes above in-process, with the caller's token.
     mcp = McpEndpoint(settings, app)
     app.add_route("/mcp", mcp.asgi, methods=["GET", "POST", "DELETE"], include_in_schema=False)

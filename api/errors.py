@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import ORJSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pipeline.errors import MempipeError
+from pipeline.errors import MempipeError, Overloaded
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MempipeError)
     async def _mempipe_error(_: Request, exc: MempipeError):
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        if isinstance(exc, Overloaded):
+            headers = {"Retry-After": str(exc.retry_after)}
         return envelope(exc.status_code, exc.message, headers)
 
     @app.exception_handler(RequestValidationError)

@@ -12,8 +12,9 @@ from typing import Any, Callable
 import redis
 from starlette.concurrency import run_in_threadpool
 
+from api.coalescer import WriteCoalescer
 from api.waiter import CompletionWaiter
-from pipeline.errors import Unavailable
+from pipeline.errors import Overloaded, Unavailable
 from pipeline.records import MemoryRecord
 from pipeline.tracking import PipelineTracker
 
@@ -34,17 +35,66 @@ class WriteOutcome:
     state: str
 
 
+@dataclass(frozen=True)
+class WriteTuning:
+    wait_seconds: float = 2.0
+    coalesce_window_s: float = 0.002
+    coalesce_max_items: int = 256
+    max_pending: int = 20_000
+    retry_after_s: int = 2
+
+
 class WritePath:
-    def __init__(self, tracker: PipelineTracker, enqueue: Enqueuers, waiter: CompletionWaiter, wait_seconds: float):
+    def __init__(self, tracker: PipelineTracker, enqueue: Enqueuers, waiter: CompletionWaiter, tuning: WriteTuning):
         self._tracker = tracker
         self._enqueue = enqueue
         self._waiter = waiter
-        self._wait_seconds = wait_seconds
+        self._wait_seconds = tuning.wait_seconds
+        self._tuning = tuning
+        self._coalescer = WriteCoalescer(self._send_records, tuning.coalesce_window_s, tuning.coalesce_max_items)
 
-    async def _submit(self, memory_id: str, send: Callable[[], None], wait: bool, queued_state: str) -> WriteOutcome:
+    def _send_records(self, messages: list[dict[str, Any]]) -> None:
+        """Queue records durably: pending state first, then one persist message for all."""
+        ids = [m["id"] for m in messages]
+        self._tracker.clear_tombstones(ids)
+        self._tracker.mark_queued(messages)
+        try:
+            self._enqueue.persist(messages)
+        except Exception:
+            self._tracker.discard(ids)  # best effort: the write was not accepted
+            raise
+
+    def check_capacity(self) -> None:
+        """Raise ``Overloaded`` (429) while the backlog is past the bound (sync: call in a thread)."""
+        pending = self._tracker.inflight_count()
+        if pending > self._tuning.max_pending:
+            raise Overloaded(
+                f"the pipeline is {pending} memories behind (bound {self._tuning.max_pending}); retry later",
+                self._tuning.retry_after_s,
+            )
+
+    async def admit(self) -> None:
+        try:
+            await run_in_threadpool(self.check_capacity)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise Unavailable(f"the queue broker is unreachable; nothing was stored ({exc})") from None
+
+    async def store_many(self, records: list[MemoryRecord]) -> None:
+        """Queue a batch as one persist message; returns once it is durably on the broker."""
+        if not records:
+            return
+        try:
+            await run_in_threadpool(self._send_records, [r.to_message() for r in records])
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise Unavailable(f"the queue broker is unreachable; nothing was stored ({exc})") from None
+
+    async def _submit(self, memory_id: str, send: Callable[[], Any], wait: bool, queued_state: str, *, coalesced: bool = False) -> WriteOutcome:
         future = self._waiter.expect(memory_id) if wait else None
         try:
-            await run_in_threadpool(send)
+            if coalesced:
+                await send()
+            else:
+                await run_in_threadpool(send)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             if future is not None:
                 self._waiter.forget(memory_id, future)
@@ -56,17 +106,7 @@ class WritePath:
 
     async def store(self, record: MemoryRecord, wait: bool) -> WriteOutcome:
         message = record.to_message()
-
-        def send() -> None:
-            self._tracker.clear_tombstone(record.id)
-            self._tracker.mark_queued([message])
-            try:
-                self._enqueue.persist([message])
-            except Exception:
-                self._tracker.discard([record.id])  # best effort: the write was not accepted
-                raise
-
-        return await self._submit(record.id, send, wait, "queued")
+        return await self._submit(record.id, lambda: self._coalescer.submit(message), wait, "queued", coalesced=True)
 
     async def update(self, memory_id: str, changes: dict[str, Any], wait: bool) -> WriteOutcome:
         return await self._submit(memory_id, lambda: self._enqueue.update(memory_id, changes), wait, "queued")

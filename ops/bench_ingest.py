@@ -1,162 +1,218 @@
-"""Write-path benchmark over the real embedded stack (hash provider by default).
+"""Ingestion benchmark over the real stack: accepted → recallable, end to end.
 
-Measures:
-- accepted → recallable latency at idle: p50/p95/p99 of a waiting ``POST /memory`` (a 201
-  means the memory is in the graph and the vector index);
-- sustained ingest throughput: N fire-and-forget writes from concurrent clients, timed from
-  the first request until every memory is in both stores, with 1 and with 2 worker processes.
+    python -m ops.bench_ingest [--messages 100000] [--local-messages 4000] [--singles 10000] [--quick]
 
-    python -m ops.bench_ingest [--quick] [--provider hash|local] [--writes N]
+For each embedding provider (``hash``, ``local``) and 1 and 2 worker processes, on a fresh
+stack (real redis-server + FalkorDB, uvicorn web owning Qdrant Edge, Dramatiq workers):
 
-Prints a table and writes JSON to ops/results/bench_ingest.json. Figures depend on the
-machine (and on what else runs on it): compare the ratios within one run.
+- **batch**: a synthetic Slack export (``ops.gen_slack_export``) imported with
+  ``ops.slack_import`` through ``POST /memory/batch``; messages/s from the first request
+  until every imported memory is in the graph *and* the vector index.
+- **single**: ``POST /memory`` (``wait=false``) from 8 concurrent clients; memories/s until
+  all are recallable.
+- **raw model**: the local model embedding the same texts in this process, with nothing
+  else running: the physical limit the ``local`` pipeline is compared to.
+- **importer peak RSS** on a small and the large export (it must stay flat).
+
+Prints a table, writes JSON to ``ops/results/``. Figures from a shared 2-core machine are
+noisy: compare ratios within one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
-import statistics
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from pathlib import Path
 
-import orjson
+import httpx
+import redis
 
-from tests.stack import Servers, Stack, wait_until
+from ops.gen_slack_export import generate
+from pipeline.tracking import INFLIGHT_KEY
+from tests.stack import API_TOKEN, Servers, Stack
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
-    return ordered[index]
+def _wait_recallable(stack: Stack, expected: int, timeout: float) -> float:
+    """Block until the graph and the vector index hold ``expected`` memories; returns when."""
+    broker = redis.Redis.from_url(stack.redis_url)
+    deadline = time.monotonic() + timeout
+    health = None
+    with stack.client(timeout=120) as api:
+        while time.monotonic() < deadline:
+            health = api.get("/health").json()
+            if health["memory_count"] >= expected and health["vector_count"] >= expected and broker.scard(INFLIGHT_KEY) == 0:
+                return time.monotonic()
+            time.sleep(0.2)
+    raise TimeoutError(f"not recallable after {timeout}s: {health}")
 
 
-def idle_latency(stack: Stack, samples: int, gap_s: float) -> dict:
-    latencies, statuses = [], []
-    with stack.client() as api:
-        for i in range(samples):
-            started = time.perf_counter()
-            response = api.post("/memory", json={"content": f"idle latency probe {i}", "tags": ["bench:latency"]})
-            latencies.append((time.perf_counter() - started) * 1000)
-            statuses.append(response.status_code)
-            time.sleep(gap_s)
+def _importer_with_rss(stack: Stack, export: Path) -> tuple[dict, int]:
+    args = [sys.executable, "-m", "ops.slack_import", str(export), "--url", stack.url, "--token", API_TOKEN,
+            "--no-progress", "--json"]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(args, cwd=Path(__file__).resolve().parents[1], env=stack.env(), stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)  # rusage of this child alone: its peak RSS
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if process.returncode != 0:
+            raise RuntimeError(f"importer failed: {err.read()[-2000:]}")
+        return json.loads(out.read().strip().splitlines()[-1]), int(usage.ru_maxrss)
+
+
+def bench_batch(stack: Stack, export: Path, timeout: float) -> dict:
+    started = time.monotonic()
+    summary, rss_kib = _importer_with_rss(stack, export)
+    accepted_at = time.monotonic()
+    done = _wait_recallable(stack, summary["imported"], timeout)
     return {
-        "samples": samples,
-        "recallable_201": statuses.count(201),
-        "p50_ms": round(percentile(latencies, 50), 1),
-        "p95_ms": round(percentile(latencies, 95), 1),
-        "p99_ms": round(percentile(latencies, 99), 1),
-        "max_ms": round(max(latencies), 1),
-        "mean_ms": round(statistics.mean(latencies), 1),
+        "messages": summary["messages"], "imported": summary["imported"], "skipped": sum(summary["skipped"].values()),
+        "reconciles": summary["reconciles"], "accept_s": round(accepted_at - started, 2),
+        "end_to_end_s": round(done - started, 2), "rate": round(summary["imported"] / (done - started), 1),
+        "importer_peak_rss_mib": round(rss_kib / 1024, 1),
     }
 
 
-def throughput(stack: Stack, writes: int, clients: int) -> dict:
-    def send(indexes: range) -> None:
-        with stack.client() as api:
-            for i in indexes:
-                response = api.post("/memory", params={"wait": "false"},
-                                    json={"content": f"sustained ingest message {i} about topic {i % 97}",
-                                          "tags": ["bench:ingest", f"bench:topic:{i % 97}"]})
-                response.raise_for_status()
+def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float) -> dict:
+    local = threading.local()
 
-    with stack.client() as api:
-        baseline = api.get("/health").json()["vector_count"]
-    chunks = [range(k, writes, clients) for k in range(clients)]
-    started = time.perf_counter()
-    with ThreadPoolExecutor(clients) as pool:
-        list(pool.map(send, chunks))
-    accepted_s = time.perf_counter() - started
-    with stack.client() as api:
-        wait_until(
-            lambda: api.get("/health").json()["vector_count"] >= baseline + writes,
-            timeout=max(120.0, writes / 5), interval=0.05, message="all writes recallable",
-        )
-        health = api.get("/health").json()
-    total_s = time.perf_counter() - started
+    def client() -> httpx.Client:
+        if not hasattr(local, "client"):
+            local.client = stack.client()
+        return local.client
+
+    def write(i: int) -> int:
+        body = {"content": f"single write {i}: {' '.join(str(i * k % 977) for k in range(12))}", "tags": ["bench:single"]}
+        return client().post("/memory", params={"wait": "false"}, json=body).status_code
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(concurrency) as pool:
+        codes = list(pool.map(write, range(count)))
+    accepted_at = time.monotonic()
+    refused = sum(1 for c in codes if c != 202)
+    done = _wait_recallable(stack, count - refused, timeout)
     return {
-        "writes": writes,
-        "clients": clients,
-        "accept_rate_per_s": round(writes / accepted_s, 1),
-        "recallable_rate_per_s": round(writes / total_s, 1),
-        "seconds_to_all_recallable": round(total_s, 2),
-        "memory_count": health["memory_count"],
-        "vector_count": health["vector_count"],
-        "dead_letters": health["dead_letter_count"],
+        "writes": count, "refused": refused, "accept_rate": round(count / (accepted_at - started), 1),
+        "end_to_end_s": round(done - started, 2), "rate": round((count - refused) / (done - started), 1),
     }
 
 
-def run_config(servers: Servers, provider: str, worker_processes: int, writes: int, latency_samples: int) -> dict:
-    stack = Stack.create(servers, EMBEDDING_PROVIDER=provider)
+def raw_model_rate(export: Path, limit: int) -> dict:
+    """The local model alone, same texts, same batch size, all cores to itself."""
+    from pipeline.embedding import LocalEmbedder
+    from pipeline.slack.export import SlackExport
+
+    texts: list[str] = []
+    with SlackExport(export) as slack:
+        _, conversations, _ = slack.directory()
+        for conversation in conversations:
+            texts += [m.message.get("text", "") for m in slack.messages(conversation)]
+            if len(texts) >= limit:
+                break
+    texts = [t for t in texts[:limit] if t]
+    embedder = LocalEmbedder(batch_size=64)
+    embedder.embed(texts[:64])  # warm-up
+    started = time.monotonic()
+    for start in range(0, len(texts), 64):
+        embedder.embed(texts[start:start + 64])
+    elapsed = time.monotonic() - started
+    return {"texts": len(texts), "seconds": round(elapsed, 2), "rate": round(len(texts) / elapsed, 1)}
+
+
+def run_config(servers: Servers, provider: str, workers: int, export: Path, singles: int, timeout: float) -> dict:
+    stack = Stack.create(servers, EMBEDDING_PROVIDER=provider, EDGE_OPTIMIZE_INTERVAL_S="30",
+                         BACKPRESSURE_MAX_PENDING="20000", ACTOR_MAX_RETRIES="12")
     try:
-        stack.start_web(timeout=180)
-        stack.start_worker(processes=worker_processes, threads=4)
-        with stack.client() as api:  # warm up: model loaded, queues polled
-            api.post("/memory", json={"content": "warm up", "tags": ["bench:warmup"]})
-        result = {"provider": provider, "worker_processes": worker_processes}
-        if latency_samples:
-            result["idle_latency"] = idle_latency(stack, latency_samples, gap_s=0.05)
-        result["throughput"] = throughput(stack, writes, clients=4)
-        return result
+        stack.start_web(timeout=120)
+        stack.start_worker(processes=workers, threads=2)
+        with stack.client() as api:  # let the workers boot (and load the model) before timing
+            api.post("/memory", json={"content": "warm-up"})
+        row = {"provider": provider, "workers": workers, "batch": bench_batch(stack, export, timeout)}
+        if singles:
+            row["single"] = bench_singles(stack, singles, 8, timeout)
+        return row
+    except Exception:
+        print(f"--- web log ---\n{stack.read_log('web')}\n--- worker log ---\n{stack.read_log('worker')}", file=sys.stderr)
+        raise
     finally:
         stack.stop()
 
 
-def machine() -> dict:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cores": os.cpu_count(), "ram_gb": round(memory_gb, 1), "python": platform.python_version(), "commit": commit,
-            "date": time.strftime("%Y-%m-%d")}
-
-
-def table(results: list[dict]) -> str:
-    lines = [
-        "| provider | workers | idle p50 ms | idle p95 ms | idle p99 ms | writes | accepted/s | recallable/s |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        lat = r.get("idle_latency", {})
-        t = r["throughput"]
-        lines.append(
-            f"| {r['provider']} | {r['worker_processes']} | {lat.get('p50_ms', '–')} | {lat.get('p95_ms', '–')} | "
-            f"{lat.get('p99_ms', '–')} | {t['writes']} | {t['accept_rate_per_s']} | {t['recallable_rate_per_s']} |"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--provider", default="hash", choices=("hash", "local"))
-    parser.add_argument("--writes", type=int, default=3000)
-    parser.add_argument("--latency-samples", type=int, default=300)
-    parser.add_argument("--quick", action="store_true", help="smaller run (about a minute)")
+    parser = argparse.ArgumentParser(prog="python -m ops.bench_ingest", description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000, help="synthetic export size for the hash provider")
+    parser.add_argument("--local-messages", type=int, default=4_000, help="export size for the local model")
+    parser.add_argument("--singles", type=int, default=10_000, help="single POST /memory writes (hash provider)")
+    parser.add_argument("--small", type=int, default=10_000, help="small export for the importer RSS comparison")
+    parser.add_argument("--providers", default="hash,local")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args(argv)
-    if args.quick:
-        args.writes, args.latency_samples = 600, 100
 
-    servers = Servers.start(Path(tempfile.mkdtemp(prefix="mempipe-bench-")))
+    base = Path(tempfile.mkdtemp(prefix="mempipe-bench-"))
+    exports = {"hash": base / "export-hash", "local": base / "export-local", "small": base / "export-small"}
+    generate(exports["hash"], args.messages)
+    generate(exports["local"], args.local_messages, seed=11)
+    generate(exports["small"], args.small, seed=13)
+    servers = Servers.start(base / "servers")
+    rows, extra = [], {}
     try:
-        results = [
-            run_config(servers, args.provider, 1, args.writes, args.latency_samples),
-            run_config(servers, args.provider, 2, args.writes, 0),
-        ]
+        providers = [p for p in args.providers.split(",") if p]
+        worker_counts = [int(w) for w in args.workers.split(",") if w]
+        for provider in providers:
+            for workers in worker_counts:
+                export = exports["hash" if provider == "hash" else "local"]
+                singles = args.singles if provider == "hash" else 0
+                print(f"... {provider}, {workers} worker process(es)", file=sys.stderr, flush=True)
+                rows.append(run_config(servers, provider, workers, export, singles, args.timeout))
+        small = Stack.create(servers, EMBEDDING_PROVIDER="hash")
+        try:
+            small.start_web()
+            small.start_worker()
+            extra["importer_rss_small"] = bench_batch(small, exports["small"], args.timeout)
+        finally:
+            small.stop()
+        # Last: once torch is loaded here, every importer forked afterwards would start with
+        # this process's resident pages in its peak-RSS figure.
+        if "local" in providers:
+            extra["raw_model"] = raw_model_rate(exports["local"], args.local_messages)
     finally:
         servers.stop()
-    one, two = results[0]["throughput"]["recallable_rate_per_s"], results[1]["throughput"]["recallable_rate_per_s"]
-    report = {"machine": machine(), "results": results, "ratio_2_workers_over_1": round(two / one, 2)}
+
+    print(f"\n{'provider':<8} {'workers':>7} {'messages':>9} {'batch e2e/s':>12} {'importer RSS':>13} {'single e2e/s':>13}")
+    for row in rows:
+        single = row.get("single", {}).get("rate", "-")
+        print(f"{row['provider']:<8} {row['workers']:>7} {row['batch']['messages']:>9} {row['batch']['rate']:>12} "
+              f"{row['batch']['importer_peak_rss_mib']:>10} MiB {single:>13}")
+    if "raw_model" in extra:
+        raw = extra["raw_model"]["rate"]
+        print(f"\nlocal model alone: {raw} texts/s")
+        for row in rows:
+            if row["provider"] == "local":
+                row["ratio_to_raw_model"] = round(row["batch"]["rate"] / raw, 3)
+                print(f"  pipeline with {row['workers']} worker(s): {row['batch']['rate']}/s = {row['ratio_to_raw_model']:.0%} of raw")
+    if "importer_rss_small" in extra:
+        s = extra["importer_rss_small"]
+        print(f"\nimporter peak RSS: {s['importer_peak_rss_mib']} MiB at {s['messages']} messages; "
+              + ", ".join(f"{r['batch']['importer_peak_rss_mib']} MiB at {r['batch']['messages']}" for r in rows))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bench_ingest.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    print(table(results))
-    print(f"\n2 workers / 1 worker throughput: {report['ratio_2_workers_over_1']}x   "
-          f"({report['machine']['cores']} cores, {report['machine']['ram_gb']} GiB, commit {report['machine']['commit']})")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = RESULTS / f"bench_ingest-{stamp}.json"
+    out.write_text(json.dumps({"when": stamp, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                               "args": vars(args), "rows": rows, **extra}, indent=2))
+    print(f"\nwritten: {out}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -75,6 +75,9 @@ def build_broker(settings: Settings) -> MempipeBroker:
 
 def install_broker(settings: Settings) -> MempipeBroker:
     """Build the broker and make it Dramatiq's global one (actors bind to it at import)."""
+    from pipeline.packing import OrjsonEncoder
+
     broker = build_broker(settings)
+    dramatiq.set_encoder(OrjsonEncoder())
     dramatiq.set_broker(broker)
     return broker

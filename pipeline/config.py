@@ -51,6 +51,12 @@ class Settings(BaseSettings):
     max_tag_length: int = Field(256, description="Longest tag accepted, in characters.")
     max_metadata_bytes: int = Field(65_536, description="Largest metadata object accepted, JSON-encoded.")
     max_metadata_depth: int = Field(8, description="Deepest nesting accepted in metadata.")
+    batch_max_items: int = Field(500, ge=1, le=5000, description="Most memories one POST /memory/batch may carry.")
+    batch_max_request_bytes: int = Field(16_777_216, description="Largest POST /memory/batch body accepted (413 above).")
+    write_coalesce_window_ms: float = Field(2.0, ge=0, le=100, description="How long concurrent single writes are gathered into one persist message (0 = one message per write).")
+    write_coalesce_max_items: int = Field(256, ge=1, description="Most single writes gathered into one persist message.")
+    backpressure_max_pending: int = Field(20_000, ge=1, description="Memories accepted but not yet recallable above which writes answer 429.")
+    backpressure_retry_after_s: int = Field(2, ge=1, description="Retry-After (seconds) sent with a 429.")
 
     # --- Stores ----------------------------------------------------------------------
     redis_url: str = Field("redis://127.0.0.1:16379/0", description="Queue broker (Redis). Separate from the graph server.")
@@ -86,6 +92,7 @@ class Settings(BaseSettings):
     web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vector queue with Qdrant Edge, none with a Qdrant server.")
     edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")
     edge_optimize_min_changes: int = Field(500, ge=1, description="Vector writes since the last optimize that trigger another.")
+    edge_optimize_quiet_s: float = Field(5.0, ge=0, description="Vector writes must have paused this long before an optimize (keeps bulk imports from stalling behind it).")
 
     # --- Recall ----------------------------------------------------------------------
     recall_max_limit: int = Field(100, ge=1, description="Largest limit a recall may ask for (larger is clamped).")
@@ -106,6 +113,19 @@ class Settings(BaseSettings):
     search_weight_relation: float = Field(0.25, description="Weight of graph relations.")
     search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
+
+    # --- Slack ingestion -------------------------------------------------------------
+    slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")
+    slack_skip_subtypes: str = Field(
+        "channel_join,channel_leave,channel_topic,channel_purpose,channel_name,channel_archive,channel_unarchive,"
+        "group_join,group_leave,group_topic,group_purpose,group_name,group_archive,group_unarchive,bot_add,bot_remove,"
+        "pinned_item,unpinned_item,welcome_party,reminder_add,tombstone,joiner_notification_for_inviter,sh_room_created",
+        description="Message subtypes treated as noise and skipped on import and from events (comma list).",
+    )
+    slack_event_dedupe_ttl_s: int = Field(86_400, ge=60, description="How long a Slack event_id is remembered to drop retries.")
+    slack_import_batch_size: int = Field(500, ge=1, le=5000, description="Memories per POST /memory/batch the Slack importer sends.")
+    slack_import_in_flight: int = Field(3, ge=1, le=32, description="Batches the Slack importer keeps in flight at once.")
+    slack_max_upload_bytes: int = Field(1_073_741_824, ge=1, description="Largest export .zip the admin import endpoint accepts.")
 
     # --- Clock -----------------------------------------------------------------------
     clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")
@@ -144,6 +164,10 @@ class Settings(BaseSettings):
         if self.embedding_provider != "auto":
             return self.embedding_provider
         return "openai" if self.openai_api_key else "local"
+
+    @property
+    def slack_noise_subtypes(self) -> frozenset[str]:
+        return frozenset(t.strip() for t in self.slack_skip_subtypes.split(",") if t.strip())
 
     @property
     def uses_qdrant_edge(self) -> bool:

@@ -41,6 +41,16 @@ class Forbidden(MempipeError):
     status_code = 403
 
 
+class Overloaded(MempipeError):
+    """The pipeline is behind: the caller should retry after ``retry_after`` seconds."""
+
+    status_code = 429
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Unavailable(MempipeError):
     """A store or the broker cannot be reached right now."""
 

@@ -16,6 +16,8 @@ from redis.exceptions import ResponseError
 
 from pipeline.config import Settings
 from pipeline.records import MemoryRecord, tag_prefixes
+from pipeline.threads import SCHEMA as thread_schema
+from pipeline.threads import link_threads
 
 # Node properties that are stored as-is; metadata is stored JSON-encoded because FalkorDB
 # properties cannot hold maps.
@@ -112,6 +114,7 @@ class GraphStore:
             "CREATE INDEX FOR (m:Memory) ON (m.timestamp_epoch)",
             "CREATE INDEX FOR (m:Memory) ON (m.updated_epoch)",
             "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
+            *thread_schema,
         )
         for statement in statements:
             try:
@@ -125,6 +128,19 @@ class GraphStore:
         rows = [{"id": r.id, "props": node_properties(r.to_message())} for r in records]
         if rows:
             self._query("UNWIND $rows AS row MERGE (m:Memory {id: row.id}) SET m += row.props", {"rows": rows})
+
+    def link_threads(self, records: Iterable[MemoryRecord]) -> None:
+        """``PART_OF`` edges from replies to their thread roots (see ``pipeline.threads``)."""
+        link_threads(self._query, records)
+
+    def related(self, memory_id: str, rel_type: str) -> list[tuple[str, str]]:
+        """(direction, other id) of the edges of one type at a memory: ``out`` or ``in``."""
+        rows = self._read(
+            "MATCH (m:Memory {id: $id})-[e]-(o:Memory) WHERE type(e) = $type "
+            "RETURN CASE WHEN startNode(e) = m THEN 'out' ELSE 'in' END, o.id",
+            {"id": memory_id, "type": rel_type},
+        )
+        return [(row[0], row[1]) for row in rows]
 
     def update_memory(self, memory_id: str, changes: dict[str, Any]) -> bool:
         result = self._query(

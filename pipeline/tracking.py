@@ -7,6 +7,8 @@ the last stage finishes. Keys:
 - ``mempipe:pending:<id>`` — hash ``state`` (queued, persisted, embedded) and ``record``
   (the queued memory as JSON); removed when the memory is recallable.
 - ``mempipe:tombstone:<id>`` — set by a delete so a persist still in flight is skipped.
+- ``mempipe:inflight`` — set of the ids with a pending hash, so backpressure can read the
+  backlog in O(1) (kept in step with the hashes, in the same pipelines).
 - channel ``mempipe:done`` — one JSON message per finished operation: ``{"id", "op", "state"}``.
 """
 
@@ -20,6 +22,7 @@ import redis
 PENDING_PREFIX = "mempipe:pending:"
 TOMBSTONE_PREFIX = "mempipe:tombstone:"
 DONE_CHANNEL = "mempipe:done"
+INFLIGHT_KEY = "mempipe:inflight"
 TOMBSTONE_TTL_SECONDS = 7 * 24 * 3600
 
 QUEUED, PERSISTED, EMBEDDED, RECALLABLE, DELETED, UPDATED = (
@@ -52,6 +55,7 @@ class PipelineTracker:
         pipe = self._redis.pipeline(transaction=False)
         for record in records:
             pipe.hset(pending_key(record["id"]), mapping={"state": QUEUED, "record": orjson.dumps(record)})
+            pipe.sadd(INFLIGHT_KEY, record["id"])
         pipe.execute()
 
     def advance(self, memory_ids: Iterable[str], state: str) -> None:
@@ -65,12 +69,16 @@ class PipelineTracker:
         pipe = self._redis.pipeline(transaction=False)
         for memory_id in memory_ids:
             pipe.delete(pending_key(memory_id))
+            pipe.srem(INFLIGHT_KEY, memory_id)
             pipe.publish(DONE_CHANNEL, orjson.dumps({"id": memory_id, "op": op, "state": state}))
         pipe.execute()
 
     def discard(self, memory_ids: list[str]) -> None:
         try:
-            self._redis.delete(*[pending_key(m) for m in memory_ids])
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.delete(*[pending_key(m) for m in memory_ids])
+            pipe.srem(INFLIGHT_KEY, *memory_ids)
+            pipe.execute()
         except redis.RedisError:
             pass
 
@@ -80,6 +88,10 @@ class PipelineTracker:
             return None
         return {"state": data[b"state"].decode(), "record": orjson.loads(data[b"record"])}
 
+    def inflight_count(self) -> int:
+        """Memories accepted but not yet recallable (what backpressure bounds)."""
+        return int(self._redis.scard(INFLIGHT_KEY))
+
     def pending_count(self) -> int:
         return sum(1 for _ in self._redis.scan_iter(match=PENDING_PREFIX + "*", count=1000))
 
@@ -88,7 +100,12 @@ class PipelineTracker:
         for memory_id in memory_ids:
             pipe.set(tombstone_key(memory_id), 1, ex=TOMBSTONE_TTL_SECONDS)
             pipe.delete(pending_key(memory_id))
+            pipe.srem(INFLIGHT_KEY, memory_id)
         pipe.execute()
+
+    def clear_tombstones(self, memory_ids: list[str]) -> None:
+        if memory_ids:
+            self._redis.delete(*[tombstone_key(m) for m in memory_ids])
 
     def clear_tombstone(self, memory_id: str) -> None:
         self._redis.delete(tombstone_key(memory_id))

@@ -11,6 +11,7 @@ FalkorDB is the record; everything here can be rebuilt from it by re-embedding.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,7 +72,7 @@ def _mismatch(found: Any, wanted: int) -> VectorSizeMismatch:
 class EdgeVectorStore:
     backend = "qdrant-edge"
 
-    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500):
+    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -79,6 +80,8 @@ class EdgeVectorStore:
         self._size = vector_size
         self._optimize_min_changes = optimize_min_changes
         self._changes = 0
+        self._optimize_quiet_s = optimize_quiet_s
+        self._last_change = 0.0
         self._optimize_lock = threading.Lock()
         self._shard = None
 
@@ -127,10 +130,12 @@ class EdgeVectorStore:
             )
         )
         self._changes += len(points)
+        self._last_change = time.monotonic()
 
     def delete(self, memory_ids: list[str]) -> None:
         self._shard.update(self._qe.UpdateOperation.delete_points([point_id_for(m) for m in memory_ids]))
         self._changes += len(memory_ids)
+        self._last_change = time.monotonic()
 
     def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
         self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], payload))
@@ -152,7 +157,13 @@ class EdgeVectorStore:
 
     def maintain(self) -> None:
         """Build the HNSW index when enough has changed. Blocks: call it off the request path."""
-        if self._changes < self._optimize_min_changes or not self._optimize_lock.acquire(blocking=False):
+        if self._changes < self._optimize_min_changes:
+            return
+        # optimize() holds the shard for seconds (tens at bulk sizes): during a bulk import it
+        # would stall every upsert behind it, so wait until writes have paused.
+        if time.monotonic() - self._last_change < self._optimize_quiet_s:
+            return
+        if not self._optimize_lock.acquire(blocking=False):
             return
         try:
             self._changes = 0
@@ -256,7 +267,9 @@ class QdrantServerVectorStore:
 
 def build_vector_store(settings: Settings, vector_size: int) -> VectorStore:
     if settings.uses_qdrant_edge:
-        return EdgeVectorStore(str(settings.edge_path), vector_size, settings.edge_optimize_min_changes)
+        return EdgeVectorStore(
+            str(settings.edge_path), vector_size, settings.edge_optimize_min_changes, settings.edge_optimize_quiet_s
+        )
     return QdrantServerVectorStore.connect(settings, vector_size)
 
 

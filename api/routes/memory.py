@@ -42,6 +42,7 @@ async def store_memory(
     body = await read_json(request, services.settings.max_request_bytes)
     limits = request.app.state.limits
     record = build_new_record(body, limits)
+    await writes.admit()
     outcome = await writes.store(record, wait)
     payload = {
         "status": "success",

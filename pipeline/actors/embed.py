@@ -8,6 +8,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import EMBED_QUEUE
+from pipeline.packing import pack_vector
 from pipeline.tracking import EMBEDDED
 
 
@@ -25,4 +26,4 @@ def embed_memories(items: list[dict[str, Any]]) -> None:
     for start in range(0, len(items), size):
         vectors += svc.embedder.embed([item["text"] for item in items[start : start + size]])
     svc.tracker.advance([item["id"] for item in items], EMBEDDED)
-    index_vectors.send([{**item, "vector": vector} for item, vector in zip(items, vectors)])
+    index_vectors.send([{**item, "vector_f32": pack_vector(vector)} for item, vector in zip(items, vectors)])

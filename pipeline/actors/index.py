@@ -12,6 +12,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import VECTORS_QUEUE
+from pipeline.packing import vector_of
 from pipeline.resilience import store_call
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
 from pipeline.vectors import VectorPoint
@@ -24,7 +25,7 @@ def index_vectors(items: list[dict[str, Any]]) -> None:
     items = [item for item in items if item["id"] not in skipped]
     if not items:
         return
-    store_call(svc.vectors.upsert)([VectorPoint(i["id"], i["vector"], i["payload"]) for i in items])
+    store_call(svc.vectors.upsert)([VectorPoint(i["id"], vector_of(i), i["payload"]) for i in items])
     for op in {item["op"] for item in items}:
         ids = [item["id"] for item in items if item["op"] == op]
         svc.tracker.finish(ids, op, RECALLABLE if op == "store" else UPDATED)

@@ -44,6 +44,7 @@ def persist_memories(records: list[dict[str, Any]]) -> None:
     if not batch:
         return
     store_call(svc.graph.upsert_memories)(batch)
+    store_call(svc.graph.link_threads)(batch)
     svc.tracker.advance([r.id for r in batch], PERSISTED)
 
     to_embed, embedded = [], []
