@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.responses import ORJSONResponse
 
 from api.errors import install_error_handlers
-from api.routes import health, memory, recall
+from api.routes import admin, by_tag, consolidate, health, memory, recall
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath
 from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
@@ -136,6 +136,9 @@ def create_app(
     )
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(by_tag.router)  # before memory: /memory/by-tag must not match /memory/{memory_id}
     app.include_router(memory.router)
     app.include_router(recall.router)
+    app.include_router(consolidate.router)
+    app.include_router(admin.router)
     return app

@@ -29,9 +29,39 @@ class ScheduledJob:
     enqueue: Callable[[], object]
 
 
+# Cycle → the setting holding its interval (0 = not scheduled). Forget is 0 by default.
+CYCLE_INTERVALS = {
+    "sync": "sync_interval_seconds",
+    "decay": "consolidation_decay_interval_seconds",
+    "creative": "consolidation_creative_interval_seconds",
+    "cluster": "consolidation_cluster_interval_seconds",
+    "forget": "consolidation_forget_interval_seconds",
+}
+
+
+def _start_cycle(kind: str) -> Callable[[], object]:
+    def enqueue() -> object:
+        from pipeline.actors.consolidate import start_cycle  # installs the broker on first use
+
+        return start_cycle.send(kind, False, "clock")
+
+    return enqueue
+
+
+def cycle_intervals(settings: Settings) -> dict[str, float]:
+    """Scheduled cycles and their intervals in seconds (unscheduled ones left out)."""
+    intervals = {kind: float(getattr(settings, field)) for kind, field in CYCLE_INTERVALS.items()}
+    return {kind: seconds for kind, seconds in intervals.items() if seconds > 0}
+
+
 def scheduled_jobs(settings: Settings) -> list[ScheduledJob]:
-    """The jobs the clock runs. Consolidation and drift repair register here as they land."""
-    return []
+    """The jobs the clock runs: the consolidation cycles and drift repair (sync)."""
+    return [ScheduledJob(kind, seconds, _start_cycle(kind)) for kind, seconds in cycle_intervals(settings).items()]
+
+
+def last_runs(client: redis.Redis) -> dict[str, float]:
+    """When the clock last enqueued each job (epoch seconds)."""
+    return {k.decode(): float(v) for k, v in client.hgetall(LAST_RUN_KEY).items()}
 
 
 class Clock:
