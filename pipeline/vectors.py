@@ -136,6 +136,10 @@ class EdgeVectorStore:
         if query.excluded_types:
             must_not.append(qe.FieldCondition(key="type", match=qe.MatchAny(sorted(query.excluded_types))))
         must_not.append(qe.FieldCondition(key="archived", match=qe.MatchValue(True)))
+        # qdrant-edge-py 0.9 turns MatchValue(True) into the integer 1, which never matches a
+        # boolean payload, so the condition above excludes nothing; archived points also carry
+        # ``archived_at`` (see vector_payload), and only points without it pass.
+        must.append(qe.IsEmptyCondition("archived_at"))
         return qe.Filter(must=must or None, must_not=must_not or None)
 
     def upsert(self, points: list[VectorPoint]) -> None:
@@ -346,6 +350,8 @@ def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
     props["metadata"] = memory.get("metadata") or {}
     props["tags_lower"] = [t.lower() for t in memory.get("tags") or []]
     props["archived"] = bool(memory.get("archived", False))
+    if props["archived"]:
+        props["archived_at"] = memory.get("archived_at") or "archived"
     if memory.get("relevance_score") is not None:  # set by the decay cycle; recall's relevance component
         props["relevance_score"] = float(memory["relevance_score"])
     return props

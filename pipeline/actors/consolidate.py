@@ -53,7 +53,7 @@ def _dispatch(runs: RunStore, run: Run, phase: int, seq: int, cursor: Any) -> No
         runs.finish(run, COMPLETE)
         return
     actor = vector_step if phases[phase].where == VECTORS else maintenance_step
-    actor.send_with_options(args=(run.id, phase, seq, cursor), on_retry_exhausted=mark_run_failed)
+    actor.send_with_options(args=(run.id, phase, seq, cursor), on_retry_exhausted=mark_run_failed.actor_name)
 
 
 def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:

@@ -47,11 +47,19 @@ def cluster_count(samples: int, target_size: int, max_clusters: int) -> int:
     return max(1, min(max_clusters, samples, math.ceil(samples / target_size)))
 
 
+# Below this many point-centre pairs full k-means is cheap and finds the better optimum;
+# above it MiniBatchKMeans keeps the fit to seconds.
+FULL_KMEANS_MAX_WORK = 2_000_000
+
+
 def fit_centres(vectors: np.ndarray, clusters: int, seed: int = 0) -> np.ndarray:
     """Unit-length cluster centres of unit-length vectors (spherical k-means, approximately)."""
-    from sklearn.cluster import MiniBatchKMeans
+    from sklearn.cluster import KMeans, MiniBatchKMeans
 
-    model = MiniBatchKMeans(n_clusters=clusters, random_state=seed, n_init=3, batch_size=1024)
+    if len(vectors) * clusters <= FULL_KMEANS_MAX_WORK:
+        model = KMeans(n_clusters=clusters, random_state=seed, n_init=4)
+    else:
+        model = MiniBatchKMeans(n_clusters=clusters, random_state=seed, n_init=3, batch_size=1024)
     model.fit(vectors)
     return _unit_rows(model.cluster_centers_.astype(np.float32))
 

@@ -39,7 +39,9 @@ def forget_step(ctx: RunContext, cursor: Any) -> StepResult:
         return result
     if verdicts[ARCHIVE]:
         store_call(graph_ops.archive)(graph, verdicts[ARCHIVE], iso(ctx.now))
-        ctx.outbox.patch_payloads({m: {"archived": True, "relevance_score": scores[m]} for m in verdicts[ARCHIVE]})
+        ctx.outbox.patch_payloads({
+            m: {"archived": True, "archived_at": iso(ctx.now), "relevance_score": scores[m]} for m in verdicts[ARCHIVE]
+        })
     if verdicts[DELETE]:
         ctx.services.tracker.tombstone(verdicts[DELETE])  # a write still in flight for it is dropped too
         store_call(graph.delete_memories)(verdicts[DELETE])
