@@ -43,7 +43,7 @@ def _start_cycle(kind: str) -> Callable[[], object]:
     def enqueue() -> object:
         from pipeline.actors.consolidate import start_cycle  # installs the broker on first use
 
-        return start_cycle.send(kind, False, "clock")
+        return start_cycle.send(kind, False, "clock", None, {"scheduled_at": time.time()})
 
     return enqueue
 

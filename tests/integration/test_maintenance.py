@@ -327,9 +327,10 @@ def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
         history = api.get("/consolidate/status").json()["history"]
     client = redis.Redis.from_url(stack.redis_url)
     for kind in ("sync", "decay"):
-        runs = sorted((h for h in history if h["kind"] == kind), key=lambda h: h["queued_at"])
-        assert all(h["trigger"] == "clock" and h["status"] == "complete" for h in runs)
-        times = [datetime.fromisoformat(h["queued_at"]).timestamp() for h in runs]
+        runs = sorted((h for h in history if h["kind"] == kind), key=lambda h: h["params"]["scheduled_at"])
+        # skipped = the previous run of that cycle was still going (a slow machine): still one per interval
+        assert all(h["trigger"] == "clock" and h["status"] in ("complete", "skipped") for h in runs), runs
+        times = [h["params"]["scheduled_at"] for h in runs]
         assert int(elapsed // interval) <= len(runs) <= int(elapsed // interval) + 1, (kind, len(runs), elapsed)
         assert all(later - earlier >= interval * 0.9 for earlier, later in zip(times, times[1:])), times
     assert set(client.hgetall("mempipe:clock:last_run")) == {b"sync", b"decay"}  # last runs survive restarts
@@ -362,13 +363,13 @@ def test_by_tag_routes_and_dead_letter_admin(make_stack):
         broker.actors.clear()
         import dramatiq
 
-        dramatiq.Message(queue_name="maintenance", actor_name="start_cycle", args=("no-such-cycle",), kwargs={}, options={})
         broker.enqueue(dramatiq.Message(queue_name="maintenance", actor_name="start_cycle", args=("no-such-cycle",), kwargs={}, options={}))
         wait_until(lambda: api.get("/admin/deadletters", headers=ADMIN).json()["count"] == 1, message="dead-lettered")
         dead = api.get("/admin/deadletters", headers=ADMIN, params={"queue": "maintenance"}).json()["dead_letters"][0]
-        assert dead["actor"] == "start_cycle" and "no-such-cycle" in dead["error"]
+        assert dead["actor"] == "start_cycle" and dead["queue"] == "maintenance"
         detail = api.get(f"/admin/deadletters/maintenance/{dead['id']}", headers=ADMIN).json()["dead_letter"]
-        assert detail["args"] == ["no-such-cycle"] and "ValueError" in detail["traceback"]
+        assert detail["args"] == ["no-such-cycle"] and detail["actor"] == "start_cycle"
+        assert api.get("/admin/deadletters/maintenance/nope", headers=ADMIN).json()["code"] == 404
         assert api.post("/admin/deadletters/replay", headers=ADMIN, json={"queue": "maintenance"}).json()["replayed"] == 1
         wait_until(lambda: api.get("/admin/deadletters", headers=ADMIN).json()["count"] == 1, message="failed again")
         assert api.request("DELETE", "/admin/deadletters", headers=ADMIN, params={"queue": "maintenance"}).json()["purged"] == 1
