@@ -49,7 +49,7 @@ def cluster_count(samples: int, target_size: int, max_clusters: int) -> int:
 
 # Below this many point-centre pairs full k-means is cheap and finds the better optimum;
 # above it MiniBatchKMeans keeps the fit to seconds.
-FULL_KMEANS_MAX_WORK = 2_000_000
+FULL_KMEANS_MAX_WORK = 200_000
 
 
 def fit_centres(vectors: np.ndarray, clusters: int, seed: int = 0) -> np.ndarray:
