@@ -313,7 +313,6 @@ def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
 
     clocks = [subprocess.Popen([sys.executable, "-m", "ops.clock"], cwd=ROOT, env=stack.env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
-    started = time.time()
     try:
         time.sleep(9)
     finally:
@@ -321,7 +320,7 @@ def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
             clock.terminate()
         for clock in clocks:
             clock.wait(10)
-    elapsed = time.time() - started
+    stopped = time.time()
     with stack.client() as api:
         wait_until(lambda: all(h["status"] != "running" for h in api.get("/consolidate/status").json()["history"]), message="runs settled")
         history = api.get("/consolidate/status").json()["history"]
@@ -331,7 +330,9 @@ def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
         # skipped = the previous run of that cycle was still going (a slow machine): still one per interval
         assert all(h["trigger"] == "clock" and h["status"] in ("complete", "skipped") for h in runs), runs
         times = [h["params"]["scheduled_at"] for h in runs]
-        assert int(elapsed // interval) <= len(runs) <= int(elapsed // interval) + 1, (kind, len(runs), elapsed)
+        # At most one run per interval slot while the clocks ran, and it kept running
+        # (clock start-up and tick latency on a loaded machine can shift a slot, never add one).
+        assert 3 <= len(runs) <= int((stopped - times[0]) // interval) + 1, (kind, len(runs), times, stopped)
         assert all(later - earlier >= interval * 0.9 for earlier, later in zip(times, times[1:])), times
     assert set(client.hgetall("mempipe:clock:last_run")) == {b"sync", b"decay"}  # last runs survive restarts
 
