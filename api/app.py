@@ -21,7 +21,7 @@ from fastapi.responses import ORJSONResponse
 from api.errors import install_error_handlers
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
-from api.routes import batch, health, ingest, memory, recall
+from api.routes import admin, batch, by_tag, consolidate, health, ingest, memory, recall
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
@@ -148,9 +148,12 @@ def create_app(
     install_observability(app, settings)
     app.include_router(health.router)
     app.include_router(batch.router)  # before memory: /memory/batch is not a memory id
+    app.include_router(by_tag.router)  # before memory: /memory/by-tag must not match /memory/{memory_id}
     app.include_router(memory.router)
     app.include_router(recall.router)
     app.include_router(ingest.router)
+    app.include_router(consolidate.router)
+    app.include_router(admin.router)
     # MCP: the tools call the routes above in-process, with the caller's token.
     mcp = McpEndpoint(settings, app)
     app.add_route("/mcp", mcp.asgi, methods=["GET", "POST", "DELETE"], include_in_schema=False)

@@ -5,7 +5,8 @@ set (``mempipe:<queue>.XQ``, bodies in ``…XQ.msgs``); the broker is configured
 for ``DEAD_MESSAGE_TTL_DAYS`` (ten years by default), so nothing accepted is dropped.
 
     python -m ops.deadletters list            # what is dead, per queue, with the last error
-    python -m ops.deadletters replay [-q Q]   # re-enqueue with a fresh retry budget
+    python -m ops.deadletters show Q ID       # one message in full (args, options, traceback)
+    python -m ops.deadletters replay [-q Q] [--id ID]  # re-enqueue with a fresh retry budget
     python -m ops.deadletters purge  [-q Q]   # delete for good (asks no question: be sure)
 """
 
@@ -55,10 +56,31 @@ def dead_messages(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES) -> 
     return found
 
 
-def replay(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES) -> int:
-    """Re-enqueue every dead message with a fresh retry budget; returns how many."""
+def inspect(broker: RedisBroker, queue: str, redis_id: str) -> dict[str, Any] | None:
+    """One dead message in full: its summary, arguments, options and traceback."""
+    _, bodies = _keys(queue)
+    data = broker.client.hget(bodies, redis_id)
+    if data is None:
+        return None
+    dead = DeadMessage(queue, redis_id, Message.decode(data))
+    options = {k: v for k, v in dead.message.options.items() if k != "traceback"}
+    return {
+        **dead.summary(),
+        "message_id": dead.message.message_id,
+        "args": dead.message.args,
+        "kwargs": dead.message.kwargs,
+        "options": options,
+        "traceback": dead.message.options.get("traceback"),
+        "enqueued_at": dead.message.message_timestamp,
+    }
+
+
+def replay(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES, ids: set[str] | None = None) -> int:
+    """Re-enqueue dead messages (all, or those with the given ids) with a fresh retry budget."""
     count = 0
     for dead in dead_messages(broker, queues):
+        if ids is not None and dead.redis_id not in ids:
+            continue
         options = {k: v for k, v in dead.message.options.items() if k not in ("retries", "traceback", "eta", "redis_message_id")}
         fresh = dead.message.copy(queue_name=dead.queue)
         fresh = Message(**{**fresh.asdict(), "options": options})
@@ -74,8 +96,16 @@ def replay(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES) -> int:
     return count
 
 
-def purge(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES) -> int:
+def purge(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES, ids: set[str] | None = None) -> int:
     count = 0
+    if ids is not None:
+        for queue in queues:
+            zset, bodies = _keys(queue)
+            for redis_id in ids:
+                if broker.client.hdel(bodies, redis_id):
+                    broker.client.zrem(zset, redis_id)
+                    count += 1
+        return count
     for queue in queues:
         zset, bodies = _keys(queue)
         count += broker.client.hlen(bodies)
@@ -85,21 +115,32 @@ def purge(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.deadletters", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("list", "replay", "purge"))
+    parser.add_argument("command", choices=("list", "show", "replay", "purge"))
+    parser.add_argument("target", nargs="*", help="show: QUEUE ID")
     parser.add_argument("-q", "--queue", action="append", choices=ALL_QUEUES, help="limit to a queue (repeatable)")
+    parser.add_argument("--id", action="append", dest="ids", help="replay/purge only this message id (repeatable)")
     args = parser.parse_args(argv)
     from pipeline.broker import build_broker
     from pipeline.config import get_settings
 
     broker = build_broker(get_settings())
     queues = tuple(args.queue) if args.queue else ALL_QUEUES
-    if args.command == "list":
+    ids = set(args.ids) if args.ids else None
+    if args.command == "show":
+        if len(args.target) != 2:
+            parser.error("show needs QUEUE and ID")
+        found = inspect(broker, args.target[0], args.target[1])
+        if found is None:
+            print("no such dead message", file=sys.stderr)
+            return 1
+        sys.stdout.write(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.command == "list":
         for dead in dead_messages(broker, queues):
             sys.stdout.write(orjson.dumps(dead.summary()).decode() + "\n")
     elif args.command == "replay":
-        print(f"replayed {replay(broker, queues)} message(s)")
+        print(f"replayed {replay(broker, queues, ids)} message(s)")
     else:
-        print(f"purged {purge(broker, queues)} message(s)")
+        print(f"purged {purge(broker, queues, ids)} message(s)")
     return 0
 
 

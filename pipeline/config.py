@@ -127,6 +127,37 @@ class Settings(BaseSettings):
     slack_import_in_flight: int = Field(3, ge=1, le=32, description="Batches the Slack importer keeps in flight at once.")
     slack_max_upload_bytes: int = Field(1_073_741_824, ge=1, description="Largest export .zip the admin import endpoint accepts.")
 
+    # --- Maintenance: consolidation, drift repair (see docs/maintenance.md) ----------------
+    maintenance_page_size: int = Field(500, ge=10, le=10_000, description="Memories one maintenance step handles; bounds memory and how long a step holds the vector queue.")
+    maintenance_run_wait_seconds: float = Field(30.0, ge=0, le=600, description="How long POST /consolidate and POST /admin/sync wait for a run to finish before answering 202.")
+    maintenance_history_size: int = Field(50, ge=1, le=1000, description="Finished maintenance runs kept for GET /consolidate/status.")
+    maintenance_run_ttl_hours: float = Field(6.0, gt=0, description="Longest a cycle may hold its run lock (a crashed run frees it after this).")
+    sync_interval_seconds: float = Field(3600.0, ge=0, description="Drift repair (sync) interval; 0 = never scheduled.")
+    consolidation_decay_interval_seconds: float = Field(86_400.0, ge=0, description="Decay cycle interval; 0 = never scheduled.")
+    consolidation_creative_interval_seconds: float = Field(604_800.0, ge=0, description="Creative (DISCOVERED links) cycle interval; 0 = never scheduled.")
+    consolidation_cluster_interval_seconds: float = Field(2_592_000.0, ge=0, description="Cluster (MetaPattern) cycle interval; 0 = never scheduled.")
+    consolidation_forget_interval_seconds: float = Field(0.0, ge=0, description="Forget cycle interval; 0 (default) = never scheduled (forgetting is opt-in).")
+    consolidation_decay_rate: float = Field(0.01, ge=0, le=10, description="Exponential decay of relevance per day of age (0.01 = half-life of ~69 days).")
+    consolidation_access_weight: float = Field(0.8, ge=0, le=1, description="How much a recent access restores relevance (decays at the same rate from last_accessed).")
+    consolidation_relation_boost: float = Field(0.3, ge=0, le=2, description="Relevance multiplier gained by a well-connected memory (saturates at 10 relations).")
+    consolidation_importance_floor: float = Field(0.5, ge=0, le=1, description="Relevance never falls below importance x this.")
+    consolidation_archive_threshold: float = Field(0.2, ge=0, le=1, description="Forget archives memories whose relevance is below this.")
+    consolidation_delete_threshold: float = Field(0.05, ge=0, le=1, description="Forget deletes memories whose relevance is below this (must be below the archive threshold).")
+    consolidation_grace_period_days: float = Field(30.0, ge=0, description="Forget never touches memories younger than this.")
+    consolidation_protected_importance: float = Field(0.8, ge=0, le=1, description="Forget never touches memories at or above this importance.")
+    consolidation_protected_types: str = Field("Decision,Insight", description="Memory types forget never touches (comma list).")
+    consolidation_creative_sample: int = Field(50, ge=1, le=10_000, description="Memories the creative cycle samples per run.")
+    consolidation_creative_min_similarity: float = Field(0.6, ge=-1, le=1, description="Least cosine similarity for a DISCOVERED link.")
+    consolidation_creative_max_similarity: float = Field(0.98, ge=-1, le=1, description="Above this a pair is a near-duplicate, not a discovery.")
+    consolidation_creative_links_per_memory: int = Field(2, ge=1, le=50, description="Most DISCOVERED links made from one sampled memory per run.")
+    consolidation_creative_cross_scope: bool = Field(True, description="Link only memories that share no tag (non-obvious neighbours).")
+    consolidation_cluster_sample: int = Field(5000, ge=10, le=200_000, description="Most vectors the cluster cycle fits on (bounds its memory); every memory is then assigned in pages.")
+    consolidation_cluster_target_size: int = Field(8, ge=2, le=10_000, description="Typical memories per cluster; sets how many clusters are fitted.")
+    consolidation_cluster_max_clusters: int = Field(200, ge=1, le=10_000, description="Most clusters one run fits.")
+    consolidation_cluster_min_size: int = Field(3, ge=2, le=10_000, description="Fewest members for a cluster to get a MetaPattern.")
+    consolidation_cluster_min_similarity: float = Field(0.75, ge=-1, le=1, description="Least cosine similarity to its cluster's centre for a memory to count as a member.")
+    consolidation_cluster_max_members: int = Field(1000, ge=2, description="Most members linked to one MetaPattern.")
+
     # --- Clock -----------------------------------------------------------------------
     clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")
 
@@ -148,6 +179,14 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _check_maintenance_thresholds(self) -> "Settings":
+        if self.consolidation_delete_threshold > self.consolidation_archive_threshold:
+            raise ConfigurationError("CONSOLIDATION_DELETE_THRESHOLD must not exceed CONSOLIDATION_ARCHIVE_THRESHOLD")
+        if self.consolidation_creative_min_similarity >= self.consolidation_creative_max_similarity:
+            raise ConfigurationError("CONSOLIDATION_CREATIVE_MIN_SIMILARITY must be below CONSOLIDATION_CREATIVE_MAX_SIMILARITY")
+        return self
+
     # --- Derived views ---------------------------------------------------------------
     @property
     def scoring_weights(self) -> ScoringWeights:
@@ -158,6 +197,10 @@ class Settings(BaseSettings):
     @property
     def excluded_types(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.recall_excluded_types.split(",") if t.strip())
+
+    @property
+    def protected_types(self) -> frozenset[str]:
+        return frozenset(t.strip() for t in self.consolidation_protected_types.split(",") if t.strip())
 
     @property
     def resolved_embedding_provider(self) -> str:

@@ -104,6 +104,14 @@ class GraphStore:
     def _read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         return self._graph.ro_query(cypher, params or {}).result_set
 
+    # Maintenance modules keep their own (always parameterised) Cypher next to the logic
+    # that needs it, and run it through these two.
+    def run_write(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        return self._query(cypher, params)
+
+    def run_read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        return self._read(cypher, params)
+
     def ping(self) -> bool:
         return bool(self._client.connection.ping())
 

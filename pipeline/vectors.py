@@ -40,6 +40,15 @@ class VectorHit:
 
 
 @dataclass(frozen=True)
+class VectorRecord:
+    """A stored point as maintenance reads it back (vector only when asked for)."""
+
+    memory_id: str
+    payload: dict[str, Any]
+    vector: list[float] | None = None
+
+
+@dataclass(frozen=True)
 class VectorQuery:
     vector: list[float]
     limit: int
@@ -59,6 +68,11 @@ class VectorStore(Protocol):
     def ping(self) -> bool: ...
     def maintain(self) -> None: ...
     def close(self) -> None: ...
+    # Maintenance (sync, consolidation, backup): paged reads and batched payload writes.
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]: ...
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]: ...
+    def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None: ...
+    def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int: ...
 
 
 def _mismatch(found: Any, wanted: int) -> VectorSizeMismatch:
@@ -67,6 +81,11 @@ def _mismatch(found: Any, wanted: int) -> VectorSizeMismatch:
         f"produces {wanted} (VECTOR_SIZE/EMBEDDING_PROVIDER changed?). Re-embed into a new "
         "collection (QDRANT_COLLECTION) or restore the previous provider."
     )
+
+
+def _record(raw_id: Any, payload: dict[str, Any] | None, vector: Any) -> VectorRecord:
+    payload = payload or {}
+    return VectorRecord(payload.get("memory_id") or str(raw_id), payload, list(vector) if vector is not None else None)
 
 
 class EdgeVectorStore:
@@ -120,6 +139,10 @@ class EdgeVectorStore:
         if query.excluded_types:
             must_not.append(qe.FieldCondition(key="type", match=qe.MatchAny(sorted(query.excluded_types))))
         must_not.append(qe.FieldCondition(key="archived", match=qe.MatchValue(True)))
+        # qdrant-edge-py 0.9 turns MatchValue(True) into the integer 1, which never matches a
+        # boolean payload, so the condition above excludes nothing; archived points also carry
+        # ``archived_at`` (see vector_payload), and only points without it pass.
+        must.append(qe.IsEmptyCondition("archived_at"))
         return qe.Filter(must=must or None, must_not=must_not or None)
 
     def upsert(self, points: list[VectorPoint]) -> None:
@@ -151,6 +174,32 @@ class EdgeVectorStore:
 
     def count(self) -> int:
         return int(self._shard.count(self._qe.CountRequest(exact=True)))
+
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
+        records, next_offset = self._shard.scroll(
+            self._qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=with_vectors)
+        )
+        page = [_record(r.id, r.payload, r.vector if with_vectors else None) for r in records]
+        return page, (str(next_offset) if next_offset is not None else None)
+
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
+        if not memory_ids:
+            return {}
+        records = self._shard.retrieve([point_id_for(m) for m in memory_ids], with_payload=True, with_vector=with_vectors)
+        found = (_record(r.id, r.payload, r.vector if with_vectors else None) for r in records)
+        return {r.memory_id: r for r in found}
+
+    def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        # Edge applies one operation per call; in-process, so a loop costs microseconds each.
+        for memory_id, payload in payloads.items():
+            self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], payload))
+
+    def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
+        qe = self._qe
+        if not excluded_types:
+            return self.count()
+        flt = qe.Filter(must_not=[qe.FieldCondition(key="type", match=qe.MatchAny(sorted(excluded_types)))])
+        return int(self._shard.count(qe.CountRequest(exact=True, filter=flt)))
 
     def ping(self) -> bool:
         return self._shard is not None
@@ -254,6 +303,39 @@ class QdrantServerVectorStore:
     def count(self) -> int:
         return int(self._client.count(self._collection, exact=True).count)
 
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
+        records, next_offset = self._client.scroll(
+            self._collection, limit=limit, offset=offset, with_payload=True, with_vectors=with_vectors
+        )
+        page = [_record(r.id, r.payload, r.vector if with_vectors else None) for r in records]
+        return page, (str(next_offset) if next_offset is not None else None)
+
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
+        if not memory_ids:
+            return {}
+        records = self._client.retrieve(
+            self._collection, [point_id_for(m) for m in memory_ids], with_payload=True, with_vectors=with_vectors
+        )
+        found = (_record(r.id, r.payload, r.vector if with_vectors else None) for r in records)
+        return {r.memory_id: r for r in found}
+
+    def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        if not payloads:
+            return
+        m = self._models
+        operations = [
+            m.SetPayloadOperation(set_payload=m.SetPayload(payload=payload, points=[point_id_for(memory_id)]))
+            for memory_id, payload in payloads.items()
+        ]
+        self._client.batch_update_points(self._collection, operations, wait=True)
+
+    def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
+        m = self._models
+        flt = None
+        if excluded_types:
+            flt = m.Filter(must_not=[m.FieldCondition(key="type", match=m.MatchAny(any=sorted(excluded_types)))])
+        return int(self._client.count(self._collection, count_filter=flt, exact=True).count)
+
     def ping(self) -> bool:
         self._client.get_collections()
         return True
@@ -281,4 +363,8 @@ def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
     props["metadata"] = memory.get("metadata") or {}
     props["tags_lower"] = [t.lower() for t in memory.get("tags") or []]
     props["archived"] = bool(memory.get("archived", False))
+    if props["archived"]:
+        props["archived_at"] = memory.get("archived_at") or "archived"
+    if memory.get("relevance_score") is not None:  # set by the decay cycle; recall's relevance component
+        props["relevance_score"] = float(memory["relevance_score"])
     return props

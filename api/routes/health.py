@@ -26,6 +26,30 @@ def queue_stats(services: Services) -> tuple[dict[str, int], int]:
     return depths, sum(counts[1::2])
 
 
+def drift_summary(services: Services, memory_count: int | None, vector_count: int | None) -> dict[str, Any]:
+    """Drift as the last sync found it (by kind), and the live gap between the two counts."""
+    from api.maintenance import run_store
+    from pipeline.maintenance.sync import DRIFT_KINDS
+
+    summary: dict[str, Any] = {
+        "count_gap": None if memory_count is None or vector_count is None else vector_count - memory_count,
+    }
+    try:
+        last = run_store(services).last_finished("sync")
+    except Exception:
+        last = None
+    if last is not None:
+        counts = last.get("counts") or {}
+        summary["last_sync"] = {
+            "run_id": last["run_id"],
+            "finished_at": last.get("finished_at"),
+            "dry_run": last["dry_run"],
+            "status": last["status"],
+            **{kind: counts.get(kind, 0) for kind in DRIFT_KINDS},
+        }
+    return summary
+
+
 def _probe(check) -> tuple[bool, Any]:
     try:
         return True, check()
@@ -38,7 +62,8 @@ def health(services: Annotated[Services, Depends(get_services)]):
     settings = services.settings
     broker_ok, queue_info = _probe(lambda: queue_stats(services))
     graph_ok, memory_count = _probe(lambda: services.graph.count_memories(settings.excluded_types))
-    vectors_ok, vector_count = _probe(lambda: services.vectors.count())
+    # Internal artifacts (MetaPattern) are left out of both counts, so they never read as drift.
+    vectors_ok, vector_count = _probe(lambda: services.vectors.count_memories(settings.excluded_types))
     status = "healthy" if broker_ok and graph_ok and vectors_ok else ("degraded" if broker_ok else "unhealthy")
     embedder = services.embedder
     body: dict[str, Any] = {
@@ -60,6 +85,7 @@ def health(services: Annotated[Services, Depends(get_services)]):
         "graph": settings.falkordb_graph,
         "collection": settings.qdrant_collection,
     }
+    body["drift"] = drift_summary(services, memory_count if graph_ok else None, vector_count if vectors_ok else None)
     if not embedder.semantic:
         body["embedding"]["warning"] = "hash provider active: vectors are not semantic (tests and benchmarks only)"
     if not broker_ok:

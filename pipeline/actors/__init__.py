@@ -14,5 +14,6 @@ broker = install_broker(get_settings())
 broker.services = Services(get_settings())
 
 from pipeline.actors import embed, index, maintenance, persist  # noqa: E402  (actors bind to the broker above)
+from pipeline.actors import consolidate  # noqa: E402
 
-__all__ = ["broker", "embed", "index", "maintenance", "persist"]
+__all__ = ["broker", "consolidate", "embed", "index", "maintenance", "persist"]

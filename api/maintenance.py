@@ -1,0 +1,67 @@
+"""Starting maintenance runs from the API and waiting, bounded, for their results.
+
+The API never touches the stores for maintenance: it records the run in Redis, enqueues
+``start_cycle``, and polls the run record until it settles or the wait bound passes (then
+it answers 202 with the run ids, which GET /consolidate/runs/{id} reports on later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+from starlette.concurrency import run_in_threadpool
+
+from pipeline.maintenance.runs import FINISHED, RunStore, new_run_id
+from pipeline.services import Services
+
+POLL_SECONDS = 0.1
+
+
+def run_store(services: Services) -> RunStore:
+    s = services.settings
+    return RunStore(services.broker_redis, s.maintenance_history_size, s.maintenance_run_ttl_hours * 3600)
+
+
+def _default_send(kind: str, dry_run: bool, trigger: str, run_id: str, params: dict[str, Any]) -> None:
+    from pipeline.actors.consolidate import start_cycle
+
+    start_cycle.send(kind, dry_run, trigger, run_id, params)
+
+
+class MaintenanceLauncher:
+    def __init__(self, services: Services, send: Callable[..., None] = _default_send):
+        self._services = services
+        self._send = send
+        self.runs = run_store(services)
+
+    def _start_sync(self, kinds: list[str], dry_run: bool, params: dict[str, Any]) -> dict[str, str]:
+        ids = {}
+        for kind in kinds:
+            run_id = new_run_id()
+            self.runs.create(run_id, kind, dry_run, "api", params)
+            self._send(kind, dry_run, "api", run_id, params)
+            ids[kind] = run_id
+        return ids
+
+    async def start(self, kinds: list[str], dry_run: bool, params: dict[str, Any] | None = None) -> dict[str, str]:
+        return await run_in_threadpool(self._start_sync, kinds, dry_run, params or {})
+
+    async def wait(self, run_ids: dict[str, str], seconds: float) -> tuple[bool, dict[str, dict[str, Any]]]:
+        """(all settled, each run's view) after at most ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while True:
+            views = await run_in_threadpool(lambda: {k: self.runs.view(i) for k, i in run_ids.items()})
+            settled = all(v is not None and v["status"] in FINISHED for v in views.values())
+            if settled or time.monotonic() >= deadline:
+                return settled, {k: v for k, v in views.items() if v is not None}
+            await asyncio.sleep(POLL_SECONDS)
+
+
+def launcher(services: Services, state: Any) -> MaintenanceLauncher:
+    """The app's launcher (tests may set ``app.state.maintenance``), built on first use."""
+    existing = getattr(state, "maintenance", None)
+    if existing is None:
+        existing = state.maintenance = MaintenanceLauncher(services)
+    return existing

@@ -1,0 +1,174 @@
+"""Operator routes (X-Admin-Token): drift repair, re-embedding, backups, dead letters."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import FileResponse, ORJSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+
+from api.auth import AdminAuth, _matches, require_api_token
+from api.deps import get_services, get_settings_dep
+from api.maintenance import launcher
+from api.routes.consolidate import optional_json, parse_body
+from ops import backup as backup_ops
+from ops import deadletters
+from pipeline.broker import ALL_QUEUES
+from pipeline.config import Settings
+from pipeline.errors import Forbidden, NotFound
+from pipeline.maintenance.sync import DRIFT_KINDS
+from pipeline.services import Services
+
+router = APIRouter(tags=["admin"])
+Queue = Literal["persist", "embed", "vectors", "enrich", "maintenance"]
+
+
+class SyncBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    dry_run: StrictBool = False
+
+
+class ReembedBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    batch_size: StrictInt = Field(32, ge=1, le=2048)
+    limit: StrictInt | None = Field(None, ge=1)
+    force: StrictBool = False
+
+
+class DeadLetterSelection(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    queue: Queue | None = None
+    ids: list[str] | None = None
+
+
+def drift_report(view: dict[str, Any]) -> dict[str, Any]:
+    counts, samples = view.get("counts") or {}, view.get("samples") or {}
+    return {kind: {"count": counts.get(kind, 0), "sample_ids": samples.get(kind, [])} for kind in DRIFT_KINDS}
+
+
+@router.post("/admin/sync", dependencies=[AdminAuth], summary="Repair drift between graph and vectors (dry_run: report it)")
+async def admin_sync(request: Request, services: Annotated[Services, Depends(get_services)], wait: bool = True):
+    settings = services.settings
+    body: SyncBody = parse_body(SyncBody, await optional_json(request, settings.max_request_bytes))
+    maintenance = launcher(services, request.app.state)
+    run_ids = await maintenance.start(["sync"], body.dry_run)
+    settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
+    view = views.get("sync", {"run_id": run_ids["sync"], "status": "queued"})
+    payload = {
+        "status": "success",
+        "dry_run": body.dry_run,
+        "complete": settled,
+        "run_id": run_ids["sync"],
+        "drift": drift_report(view),
+        "sync": view,
+    }
+    return ORJSONResponse(payload, status_code=200 if settled else 202)
+
+
+@router.post("/admin/reembed", dependencies=[AdminAuth], summary="Re-embed memories through the embed queue")
+async def admin_reembed(request: Request, services: Annotated[Services, Depends(get_services)], wait: bool = True):
+    settings = services.settings
+    body: ReembedBody = parse_body(ReembedBody, await optional_json(request, settings.max_request_bytes))
+    maintenance = launcher(services, request.app.state)
+    run_ids = await maintenance.start(["reembed"], False, body.model_dump())
+    settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
+    view = views.get("reembed", {})
+    counts = view.get("counts") or {}
+    return ORJSONResponse(
+        {
+            "status": "complete" if settled and view.get("status") == "complete" else view.get("status", "queued"),
+            "processed": counts.get("processed", 0),
+            "failed": 1 if view.get("status") == "failed" else 0,
+            "scanned": counts.get("scanned", 0),
+            "run_id": run_ids["reembed"],
+            "note": "processed memories were queued for embedding; their vectors land as the embed queue drains",
+        },
+        status_code=200 if settled else 202,
+    )
+
+
+def require_admin_only(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+    """GET /backup takes the admin token by itself (X-Admin-Token or X-Admin-Api-Key), as AutoMem does.
+
+    No valid credential at all is 401; a valid API token without the admin token is 403.
+    """
+    expected = settings.admin_api_token
+    presented = request.headers.get("x-admin-token") or request.headers.get("x-admin-api-key")
+    if expected and _matches(presented, expected):
+        return
+    require_api_token(request, settings)  # 401 unless at least the API token is right
+    if not expected:
+        raise Forbidden("admin routes are disabled: ADMIN_API_TOKEN is not set")
+    raise Forbidden("admin token required (X-Admin-Token)")
+
+
+@router.get("/backup", dependencies=[Depends(require_admin_only)], summary="Download a backup (.tar.gz)")
+async def backup(
+    services: Annotated[Services, Depends(get_services)],
+    include: Annotated[str | None, Query(description="falkordb,qdrant (default both)")] = None,
+):
+    parts = backup_ops.parse_include(include)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    scratch = Path(tempfile.mkdtemp(prefix="mempipe-backup-"))
+    archive = scratch / f"automem-backup-{stamp}.tar.gz"
+
+    def build() -> None:
+        backup_ops.write_backup(archive, services.graph, services.vectors if "qdrant" in parts else None, parts)
+
+    try:
+        await run_in_threadpool(build)
+    except Exception:
+        _remove(scratch)
+        raise
+    return FileResponse(archive, media_type="application/gzip", filename=archive.name,
+                        background=BackgroundTask(_remove, scratch))
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _broker():
+    import pipeline.actors
+
+    return pipeline.actors.broker
+
+
+def _queues(queue: str | None) -> tuple[str, ...]:
+    return (queue,) if queue else ALL_QUEUES
+
+
+@router.get("/admin/deadletters", dependencies=[AdminAuth], summary="Messages that exhausted their retries")
+def list_dead_letters(queue: Queue | None = None, limit: Annotated[int, Query(ge=1, le=1000)] = 100):
+    found = [d.summary() for d in deadletters.dead_messages(_broker(), _queues(queue))]
+    return ORJSONResponse({"status": "success", "count": len(found), "dead_letters": found[:limit]})
+
+
+@router.get("/admin/deadletters/{queue}/{message_id}", dependencies=[AdminAuth], summary="One dead message in full")
+def show_dead_letter(queue: Queue, message_id: str):
+    found = deadletters.inspect(_broker(), queue, message_id)
+    if found is None:
+        raise NotFound(f"no dead message {message_id} in queue {queue}")
+    return ORJSONResponse({"status": "success", "dead_letter": found})
+
+
+@router.post("/admin/deadletters/replay", dependencies=[AdminAuth], summary="Re-enqueue dead messages")
+async def replay_dead_letters(request: Request, services: Annotated[Services, Depends(get_services)]):
+    selection: DeadLetterSelection = parse_body(DeadLetterSelection, await optional_json(request, services.settings.max_request_bytes))
+    ids = set(selection.ids) if selection.ids is not None else None
+    count = await run_in_threadpool(deadletters.replay, _broker(), _queues(selection.queue), ids)
+    return ORJSONResponse({"status": "success", "replayed": count})
+
+
+@router.delete("/admin/deadletters", dependencies=[AdminAuth], summary="Delete dead messages for good")
+def purge_dead_letters(queue: Queue | None = None, ids: Annotated[list[str] | None, Query()] = None):
+    count = deadletters.purge(_broker(), _queues(queue), set(ids) if ids else None)
+    return ORJSONResponse({"status": "success", "purged": count})

@@ -1,0 +1,92 @@
+"""GET and DELETE /memory/by-tag (AutoMem's). Included before the /memory/{id} routes.
+
+Tags match case-insensitively and exactly by default (``tag_match=prefix`` widens to colon
+prefixes, as recall does); ``tag_mode`` is any (default) or all. A delete finds the matching
+memories in pages, tombstones them and queues their deletion — graph and vectors — through the
+persist stage; the API writes to no store itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import ORJSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from api.auth import ApiAuth
+from api.deps import get_services
+from pipeline.errors import Unavailable, ValidationError
+from pipeline.graph import TagFilter
+from pipeline.maintenance import graph_ops
+from pipeline.services import Services
+
+router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
+DELETE_PAGE = 500
+
+TagsParam = Annotated[list[str] | None, Query(description="Tags (repeat the parameter, or comma-separated).")]
+ModeParam = Annotated[Literal["any", "all"], Query()]
+MatchParam = Annotated[Literal["exact", "prefix"], Query()]
+
+
+def _tag_filter(tags: list[str] | None, mode: str, match: str) -> TagFilter:
+    flat = [t.strip() for value in tags or [] for t in value.split(",") if t.strip()]
+    if not flat:
+        raise ValidationError("tags: at least one tag is required")
+    return TagFilter(tuple(dict.fromkeys(flat)), mode, match)
+
+
+def _graph_call(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as exc:
+        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
+
+
+@router.get("/memory/by-tag", summary="Memories carrying the given tags, newest first")
+def memories_by_tag(
+    services: Annotated[Services, Depends(get_services)],
+    tags: TagsParam = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    tag_mode: ModeParam = "any",
+    tag_match: MatchParam = "exact",
+):
+    tag_filter = _tag_filter(tags, tag_mode, tag_match)
+    total, memories = _graph_call(graph_ops.memories_by_tag, services.graph, tag_filter, limit, offset)
+    return ORJSONResponse(
+        {
+            "status": "success",
+            "tags": list(tag_filter.tags),
+            "count": len(memories),
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "has_more": offset + len(memories) < total,
+            "memories": memories,
+        }
+    )
+
+
+@router.delete("/memory/by-tag", summary="Delete every memory carrying the given tags")
+async def delete_by_tag(
+    services: Annotated[Services, Depends(get_services)],
+    tags: TagsParam = None,
+    tag_mode: ModeParam = "any",
+    tag_match: MatchParam = "exact",
+):
+    from pipeline.actors.persist import delete_memories
+
+    tag_filter = _tag_filter(tags, tag_mode, tag_match)
+
+    def delete_all() -> int:
+        after, count = None, 0
+        while ids := _graph_call(graph_ops.ids_by_tag, services.graph, tag_filter, after, DELETE_PAGE):
+            services.tracker.tombstone(ids)
+            delete_memories.send(ids)
+            count += len(ids)
+            after = ids[-1]
+        return count
+
+    deleted = await run_in_threadpool(delete_all)
+    return ORJSONResponse({"status": "success", "tags": list(tag_filter.tags), "deleted_count": deleted, "state": "queued"})

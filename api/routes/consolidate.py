@@ -1,0 +1,108 @@
+"""POST /consolidate and GET /consolidate/status (AutoMem's consolidation API)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import ORJSONResponse
+from pydantic import BaseModel, ConfigDict, StrictBool
+from starlette.concurrency import run_in_threadpool
+
+from api.auth import ApiAuth
+from api.body import read_json
+from api.deps import get_services
+from api.maintenance import launcher
+from ops.clock import cycle_intervals, last_runs
+from pipeline.errors import NotFound, ValidationError
+from pipeline.maintenance.cycles import CONSOLIDATION_MODES
+from pipeline.records import _format_pydantic_error
+from pipeline.services import Services
+
+router = APIRouter(dependencies=[ApiAuth], tags=["consolidation"])
+
+
+class ConsolidateBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    mode: Literal["full", "decay", "creative", "cluster", "forget"] = "full"
+    # AutoMem's default: a consolidation asked for without dry_run only reports.
+    dry_run: StrictBool = True
+
+
+def parse_body(model: type[BaseModel], raw: Any) -> Any:
+    from pydantic import ValidationError as PydanticValidationError
+
+    if not isinstance(raw, dict):
+        raise ValidationError("body: expected a JSON object")
+    try:
+        return model.model_validate(raw)
+    except PydanticValidationError as exc:
+        raise ValidationError(_format_pydantic_error(exc)) from None
+
+
+async def optional_json(request: Request, max_bytes: int) -> Any:
+    """An empty body means all defaults."""
+    if not (await request.body()).strip():
+        return {}
+    return await read_json(request, max_bytes)
+
+
+def modes_for(mode: str, settings) -> list[str]:
+    """``full`` runs every cycle, forget only where it is switched on (it is off by default)."""
+    if mode != "full":
+        return [mode]
+    return [m for m in CONSOLIDATION_MODES if m != "forget" or settings.consolidation_forget_interval_seconds > 0]
+
+
+@router.post("/consolidate", summary="Run consolidation now (dry_run reports what would change)")
+async def consolidate(
+    request: Request,
+    services: Annotated[Services, Depends(get_services)],
+    wait: Annotated[bool, Query(description="Wait (bounded by MAINTENANCE_RUN_WAIT_SECONDS) for the result.")] = True,
+):
+    settings = services.settings
+    body: ConsolidateBody = parse_body(ConsolidateBody, await optional_json(request, settings.max_request_bytes))
+    maintenance = launcher(services, request.app.state)
+    run_ids = await maintenance.start(modes_for(body.mode, settings), body.dry_run)
+    settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
+    payload = {
+        "status": "success",
+        "consolidation": {"mode": body.mode, "dry_run": body.dry_run, "complete": settled, "runs": views},
+    }
+    return ORJSONResponse(payload, status_code=200 if settled else 202)
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat()
+
+
+@router.get("/consolidate/status", summary="Next scheduled runs and the history of finished ones")
+def consolidate_status(request: Request, services: Annotated[Services, Depends(get_services)]):
+    settings = services.settings
+    maintenance = launcher(services, request.app.state)
+    last = last_runs(services.broker_redis)
+    now = time.time()
+    next_runs: dict[str, Any] = {}
+    for kind, interval in cycle_intervals(settings).items():
+        due = last[kind] + interval if kind in last else now
+        next_runs[kind] = _iso(max(due, now))
+    return ORJSONResponse(
+        {
+            "status": "success",
+            "next_runs": next_runs,
+            "intervals_seconds": cycle_intervals(settings),
+            "last_scheduled": {kind: _iso(at) for kind, at in last.items()},
+            "history": maintenance.runs.history(),
+        }
+    )
+
+
+@router.get("/consolidate/runs/{run_id}", summary="One maintenance run (consolidation, sync, re-embed)")
+def consolidate_run(run_id: str, request: Request, services: Annotated[Services, Depends(get_services)]):
+    view = launcher(services, request.app.state).runs.view(run_id)
+    if view is None:
+        raise NotFound(f"run {run_id} not found")
+    return ORJSONResponse({"status": "success", "run": view})

@@ -1,0 +1,119 @@
+"""Maintenance actors: start a cycle, run its steps, apply the vector changes it asks for.
+
+A run is a chain of step messages (see pipeline.maintenance.cycles): graph steps on the
+``maintenance`` queue, vector steps on the ``vectors`` queue (the Edge shard's owner), one
+page each. Each step sends the next, so nothing holds a whole store in memory and a
+redelivered step redoes one page — idempotently — rather than the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dramatiq
+
+from pipeline.actors.context import services
+from pipeline.broker import MAINTENANCE_QUEUE, VECTORS_QUEUE
+from pipeline.maintenance.cycles import VECTORS, RunContext, registry
+from pipeline.maintenance.runs import COMPLETE, FAILED, FINISHED, SKIPPED, Run, RunStore, new_run_id
+from pipeline.resilience import store_call
+from pipeline.services import Services
+
+
+def run_store(svc: Services) -> RunStore:
+    s = svc.settings
+    return RunStore(svc.broker_redis, s.maintenance_history_size, s.maintenance_run_ttl_hours * 3600)
+
+
+class ActorOutbox:
+    """What a step's vector-side effects become: messages on the stage queues."""
+
+    def patch_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        apply_payload_patches.send(payloads)
+
+    def drop_vectors(self, memory_ids: list[str]) -> None:
+        from pipeline.actors.index import drop_vectors
+
+        drop_vectors.send(memory_ids)
+
+    def embed(self, items: list[dict[str, Any]]) -> None:
+        from pipeline.actors.embed import embed_memories
+
+        embed_memories.send(items)
+
+    def index(self, items: list[dict[str, Any]]) -> None:
+        from pipeline.actors.index import index_vectors
+
+        index_vectors.send(items)
+
+
+def _dispatch(runs: RunStore, run: Run, phase: int, seq: int, cursor: Any) -> None:
+    phases = registry()[run.kind]
+    if phase >= len(phases):
+        runs.finish(run, COMPLETE)
+        return
+    actor = vector_step if phases[phase].where == VECTORS else maintenance_step
+    actor.send_with_options(args=(run.id, phase, seq, cursor), on_retry_exhausted=mark_run_failed.actor_name)
+
+
+def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
+    svc = services()
+    runs = run_store(svc)
+    run = runs.get(run_id)
+    if run is None or run.status in FINISHED:
+        return  # a duplicate of a step whose run is already settled
+    result = registry()[run.kind][phase].step(RunContext(svc, runs, run, ActorOutbox()), cursor)
+    runs.record_step(run_id, phase, seq, result.counts, result.samples)
+    if result.cursor is not None:
+        _dispatch(runs, run, phase, seq + 1, result.cursor)
+    else:
+        _dispatch(runs, run, phase + 1, 0, None)
+
+
+@dramatiq.actor(queue_name=MAINTENANCE_QUEUE)
+def start_cycle(kind: str, dry_run: bool = False, trigger: str = "clock", run_id: str | None = None,
+                params: dict[str, Any] | None = None) -> None:
+    """Begin a run of one cycle (decay, creative, cluster, forget, sync, reembed)."""
+    if kind not in registry():
+        raise ValueError(f"unknown maintenance cycle {kind!r}")
+    runs = run_store(services())
+    run_id = run_id or new_run_id()
+    runs.create(run_id, kind, dry_run, trigger, params)
+    run = runs.get(run_id)
+    if run is None or run.status in FINISHED:
+        return
+    if not runs.start(run):
+        runs.finish(run, SKIPPED, f"another {kind} run is in progress")
+        return
+    _dispatch(runs, run, 0, 0, None)
+
+
+@dramatiq.actor(queue_name=MAINTENANCE_QUEUE)
+def maintenance_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
+    _run_step(run_id, phase, seq, cursor)
+
+
+@dramatiq.actor(queue_name=VECTORS_QUEUE)
+def vector_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
+    _run_step(run_id, phase, seq, cursor)
+
+
+@dramatiq.actor(queue_name=MAINTENANCE_QUEUE)
+def mark_run_failed(message: dict[str, Any], retries: dict[str, Any]) -> None:
+    """A step exhausted its retries (it is in the dead-letter queue): settle the run as failed.
+
+    Replaying that dead letter later finds the run settled and does nothing; start a new run.
+    """
+    runs = run_store(services())
+    run = runs.get(message["args"][0])
+    if run is not None and run.status not in FINISHED:
+        error = (message.get("options", {}).get("traceback") or "").strip().splitlines()[-1:] or ["unknown error"]
+        runs.finish(run, FAILED, f"step {message['args'][1]}:{message['args'][2]} failed after {retries.get('retries')} retries: {error[0]}"[:500])
+
+
+@dramatiq.actor(queue_name=VECTORS_QUEUE)
+def apply_payload_patches(payloads: dict[str, dict[str, Any]]) -> None:
+    """Merge fields into existing points' payloads; a point that is missing is drift, left to sync."""
+    vectors = services().vectors
+    present = store_call(vectors.retrieve)(list(payloads))
+    store_call(vectors.set_payloads)({m: p for m, p in payloads.items() if m in present})

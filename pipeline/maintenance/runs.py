@@ -1,0 +1,210 @@
+"""Maintenance runs as Redis records: what ran, what it found, how long it took.
+
+A run (one consolidation cycle, one sync, one re-embed) is a chain of small step messages;
+each step records its own counts under its sequence number, so a redelivered step
+overwrites its earlier record instead of counting twice. The run's result is the sum of
+its steps, computed once when the last step finishes. Kept on the broker's Redis, never on
+the stores. Keys (all prefixed ``mempipe:maint:``):
+
+- ``run:<id>`` — hash: kind, dry_run, trigger, status, started_at, finished_at, duration_s, result
+- ``run:<id>:steps`` — hash: ``<phase>:<seq>`` → JSON ``{"counts": {...}, "samples": {...}}``
+- ``run:<id>:state:*`` — whatever a cycle keeps between its steps (cluster centres, members)
+- ``active:<kind>`` — the run holding a cycle's lock (expires after MAINTENANCE_RUN_TTL_HOURS)
+- ``last:<kind>`` — the latest finished run of each kind (for /health's drift report)
+- ``history`` — ids of finished runs, newest first, trimmed to MAINTENANCE_HISTORY_SIZE
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import redis
+
+PREFIX = "mempipe:maint:"
+HISTORY_KEY = PREFIX + "history"
+RUN_RECORD_TTL_SECONDS = 30 * 86_400
+SAMPLES_PER_KIND = 10
+
+QUEUED, RUNNING, COMPLETE, SKIPPED, FAILED = "queued", "running", "complete", "skipped", "failed"
+FINISHED = frozenset({COMPLETE, SKIPPED, FAILED})
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def run_key(run_id: str) -> str:
+    return f"{PREFIX}run:{run_id}"
+
+
+def state_key(run_id: str, name: str) -> str:
+    return f"{PREFIX}run:{run_id}:state:{name}"
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    kind: str
+    dry_run: bool
+    trigger: str
+    status: str
+    started_at: float
+    params: dict[str, Any]
+
+    @classmethod
+    def from_hash(cls, run_id: str, data: dict[bytes, bytes]) -> "Run":
+        return cls(
+            id=run_id,
+            kind=data[b"kind"].decode(),
+            dry_run=data.get(b"dry_run") == b"1",
+            trigger=data.get(b"trigger", b"").decode(),
+            status=data.get(b"status", b"").decode(),
+            started_at=float(data.get(b"started_at") or data.get(b"queued_at") or time.time()),
+            params=orjson.loads(data.get(b"params") or b"{}"),
+        )
+
+
+def merge_steps(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sum the counts of a run's steps; keep a few sample ids per kind of finding."""
+    counts: Counter[str] = Counter()
+    samples: dict[str, list[str]] = {}
+    for step in steps:
+        counts.update(step.get("counts") or {})
+        for kind, ids in (step.get("samples") or {}).items():
+            bucket = samples.setdefault(kind, [])
+            bucket += [i for i in ids if i not in bucket][: SAMPLES_PER_KIND - len(bucket)]
+    return {"counts": dict(sorted(counts.items())), "samples": samples}
+
+
+class RunStore:
+    def __init__(self, client: redis.Redis, history_size: int = 50, lock_ttl_seconds: float = 6 * 3600):
+        self._redis = client
+        self._history_size = history_size
+        self._lock_ttl = max(1, int(lock_ttl_seconds))
+
+    @property
+    def redis(self) -> redis.Redis:
+        return self._redis
+
+    def create(self, run_id: str, kind: str, dry_run: bool, trigger: str, params: dict[str, Any] | None = None) -> None:
+        """Record a queued run (idempotent: a second call leaves the first record)."""
+        key = run_key(run_id)
+        fields = {
+            "kind": kind,
+            "dry_run": "1" if dry_run else "0",
+            "trigger": trigger,
+            "status": QUEUED,
+            "queued_at": time.time(),
+            "params": orjson.dumps(params or {}),
+        }
+        pipe = self._redis.pipeline(transaction=False)
+        for name, value in fields.items():
+            pipe.hsetnx(key, name, value)
+        pipe.expire(key, RUN_RECORD_TTL_SECONDS)
+        pipe.execute()
+
+    def get(self, run_id: str) -> Run | None:
+        data = self._redis.hgetall(run_key(run_id))
+        return Run.from_hash(run_id, data) if data and b"kind" in data else None
+
+    def start(self, run: Run) -> bool:
+        """Take the cycle's lock (dry runs need none) and mark the run running.
+
+        False when another run of the same kind holds the lock: two clocks, or a manual run
+        while a scheduled one is going, never run a cycle twice at once.
+        """
+        if not run.dry_run:
+            lock = f"{PREFIX}active:{run.kind}"
+            if not self._redis.set(lock, run.id, nx=True, ex=self._lock_ttl):
+                holder = self._redis.get(lock)
+                if holder is None or holder.decode() != run.id:  # a redelivered start holds it already
+                    return False
+        self._redis.hset(run_key(run.id), "status", RUNNING)
+        self._redis.hsetnx(run_key(run.id), "started_at", time.time())
+        return True
+
+    def record_step(self, run_id: str, phase: int, seq: int, counts: dict[str, int], samples: dict[str, list[str]]) -> None:
+        key = run_key(run_id) + ":steps"
+        self._redis.hset(key, f"{phase}:{seq}", orjson.dumps({"counts": counts, "samples": samples}))
+        self._redis.expire(key, RUN_RECORD_TTL_SECONDS)
+
+    def finish(self, run: Run, status: str = COMPLETE, reason: str | None = None) -> dict[str, Any]:
+        """Sum the steps into the run's result, release the lock, add it to the history (once)."""
+        key = run_key(run.id)
+        steps = [orjson.loads(v) for v in self._redis.hvals(key + ":steps")]
+        result = merge_steps(steps)
+        now = time.time()
+        started = float(self._redis.hget(key, "started_at") or now)
+        fields: dict[str, Any] = {
+            "status": status,
+            "finished_at": now,
+            "duration_s": round(now - started, 3),
+            "result": orjson.dumps(result),
+        }
+        if reason:
+            fields["reason"] = reason
+        first = self._redis.hsetnx(key, "finished_once", 1)
+        self._redis.hset(key, mapping=fields)
+        if first:
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.lpush(HISTORY_KEY, run.id)
+            pipe.set(f"{PREFIX}last:{run.kind}", run.id)
+            pipe.ltrim(HISTORY_KEY, 0, self._history_size - 1)
+            pipe.execute()
+            self._cleanup_state(run.id)
+        if not run.dry_run and status != SKIPPED:
+            lock = f"{PREFIX}active:{run.kind}"
+            holder = self._redis.get(lock)
+            if holder is not None and holder.decode() == run.id:
+                self._redis.delete(lock)
+        return result
+
+    def _cleanup_state(self, run_id: str) -> None:
+        keys = list(self._redis.scan_iter(match=state_key(run_id, "*"), count=500))
+        for start in range(0, len(keys), 500):
+            self._redis.delete(*keys[start : start + 500])
+
+    def view(self, run_id: str) -> dict[str, Any] | None:
+        """A run as the API reports it."""
+        data = self._redis.hgetall(run_key(run_id))
+        if not data or b"kind" not in data:
+            return None
+        text = {k.decode(): v.decode() for k, v in data.items()}
+        view: dict[str, Any] = {
+            "run_id": run_id,
+            "kind": text["kind"],
+            "dry_run": text.get("dry_run") == "1",
+            "trigger": text.get("trigger"),
+            "status": text.get("status"),
+        }
+        for name in ("queued_at", "started_at", "finished_at"):
+            if name in text:
+                view[name] = _iso(float(text[name]))
+        if "duration_s" in text:
+            view["duration_s"] = float(text["duration_s"])
+        if "reason" in text:
+            view["reason"] = text["reason"]
+        if "result" in text:
+            view.update(orjson.loads(text["result"]))
+        if params := orjson.loads(text.get("params") or "{}"):
+            view["params"] = params
+        return view
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        ids = [i.decode() for i in self._redis.lrange(HISTORY_KEY, 0, (limit or self._history_size) - 1)]
+        return [v for v in (self.view(i) for i in ids) if v is not None]
+
+    def last_finished(self, kind: str) -> dict[str, Any] | None:
+        run_id = self._redis.get(f"{PREFIX}last:{kind}")
+        return self.view(run_id.decode()) if run_id else None
+
+
+def _iso(epoch: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat()

@@ -1,0 +1,380 @@
+"""Maintenance over the real stack: hand-built graphs whose right answer is known."""
+
+from __future__ import annotations
+
+import io
+import math
+import tarfile
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import redis
+from falkordb import FalkorDB
+
+from pipeline.graph import GraphStore
+from pipeline.records import MemoryRecord
+from pipeline.vectors import EdgeVectorStore, VectorPoint, vector_payload
+from tests.stack import ADMIN_TOKEN, Stack, wait_until
+
+pytestmark = pytest.mark.integration
+DIMS = 384
+ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
+
+
+@pytest.fixture()
+def make_stack(servers):
+    created: list[Stack] = []
+
+    def factory(**env) -> Stack:
+        stack = Stack.create(servers, **{"MAINTENANCE_RUN_WAIT_SECONDS": "25", **env})
+        created.append(stack)
+        stack.start_web()
+        stack.start_worker(processes=1, threads=2)
+        return stack
+
+    yield factory
+    for stack in created:
+        stack.stop()
+
+
+def axis(*weights: tuple[int, float]) -> list[float]:
+    vector = [0.0] * DIMS
+    for index, weight in weights:
+        vector[index] = weight
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector]
+
+
+def ago(days: float) -> str:
+    return (datetime.now(timezone.utc) - timedelta(days=days)).isoformat()
+
+
+def store(api, content: str, **fields) -> str:
+    response = api.post("/memory", json={"content": content, **fields})
+    assert response.status_code in (201, 202), response.text  # 202: slower than the wait bound; settle() waits
+    return response.json()["memory_id"]
+
+
+def graph_of(stack: Stack):
+    return FalkorDB(port=stack.graph_port).select_graph(f"memories_{stack.name}")
+
+
+def settle(api, expected_memories: int) -> None:
+    wait_until(lambda: (h := api.get("/health").json())["memory_count"] == expected_memories
+               and h["vector_count"] == expected_memories, timeout=60, message="stores settled")
+
+
+def consolidate(api, mode: str, dry_run: bool) -> dict:
+    response = api.post("/consolidate", json={"mode": mode, "dry_run": dry_run})
+    assert response.status_code == 200, response.text
+    return response.json()["consolidation"]["runs"][mode]
+
+
+def test_decay_and_forget_known_answers(make_stack):
+    stack = make_stack()
+    with stack.client() as api:
+        base = {"type": "Context", "confidence": 0.5}
+        ids = {
+            "fresh": store(api, "fresh note", importance=0.3, tags=["d"], **base),
+            "faded": store(api, "faded note", importance=0.0, timestamp=ago(400), tags=["d"], **base),
+            "fading": store(api, "fading note", importance=0.2, timestamp=ago(200), tags=["d"], **base),
+            "important": store(api, "important old note", importance=0.9, timestamp=ago(400), tags=["d"], **base),
+            "decision": store(api, "old decision", importance=0.0, timestamp=ago(400), tags=["d"], type="Decision", confidence=0.5),
+            "young": store(api, "young low note", importance=0.0, timestamp=ago(10), tags=["d"], **base),
+        }
+        settle(api, 6)
+
+        dry = consolidate(api, "forget", dry_run=True)
+        assert dry["status"] == "complete" and dry["dry_run"] is True
+        assert dry["counts"]["deleted"] == 1 and dry["samples"]["deleted"] == [ids["faded"]]
+        assert dry["counts"]["archived"] == 1 and dry["samples"]["archived"] == [ids["fading"]]
+        assert dry["counts"]["protected"] == 4  # fresh and young (grace), important, decision
+        assert api.get(f"/memory/{ids['faded']}").status_code == 200  # a dry run changes nothing
+        assert not api.get(f"/memory/{ids['fading']}").json()["memory"].get("archived")
+        assert "relevance_score" not in api.get(f"/memory/{ids['fresh']}").json()["memory"]
+
+        decay = consolidate(api, "decay", dry_run=False)
+        assert decay["counts"]["scored"] == 6
+        expected = {"fresh": 0.75, "fading": max(0.1, math.exp(-2.0) * 0.75), "important": 0.45,
+                    "faded": math.exp(-4.0) * 0.75}
+        for name, value in expected.items():
+            got = api.get(f"/memory/{ids[name]}").json()["memory"]["relevance_score"]
+            assert got == pytest.approx(value, abs=2e-3), name
+        # ...and in the vector payload, where recall's relevance component reads it. (Recall
+        # touches last_accessed, which revives a memory: ask for the protected one only.)
+        wait_until(lambda: (r := api.get("/recall", params={"query": "important old note", "tags": "d", "limit": 1}).json()["results"])
+                   and r[0]["id"] == ids["important"] and r[0]["match_type"] == "vector"
+                   and r[0]["memory"].get("relevance_score") == pytest.approx(expected["important"], abs=2e-3),
+                   message="relevance in the payload")
+
+        forget = consolidate(api, "forget", dry_run=False)
+        assert forget["counts"].get("deleted") == 1 and forget["counts"].get("archived") == 1, forget
+        wait_until(lambda: api.get(f"/memory/{ids['faded']}").status_code == 404, message="faded deleted")
+        fading = api.get(f"/memory/{ids['fading']}").json()
+        assert fading["memory"].get("archived") is True, fading
+        settle(api, 5)  # the deleted memory's vector is gone too
+        for name in ("important", "decision", "young", "fresh"):
+            assert api.get(f"/memory/{ids[name]}").status_code == 200
+        wait_until(lambda: ids["fading"] not in [r["id"] for r in api.get("/recall", params={"query": "fading note", "tags": "d"}).json()["results"]],
+                   message="archived memory out of recall")
+        status = api.get("/consolidate/status").json()
+        assert {"decay", "cluster", "creative", "sync"} <= set(status["next_runs"])
+        assert [h["kind"] for h in status["history"][:3]] == ["forget", "decay", "forget"]
+        assert all(h["duration_s"] >= 0 for h in status["history"])
+
+
+def test_cluster_writes_one_meta_pattern_per_group(make_stack):
+    stack = make_stack(CONSOLIDATION_CLUSTER_TARGET_SIZE="5", CONSOLIDATION_CLUSTER_MIN_SIZE="3",
+                       CONSOLIDATION_CLUSTER_MIN_SIMILARITY="0.8")
+    groups: dict[int, set[str]] = {}
+    with stack.client() as api:
+        for group in range(3):
+            groups[group] = {
+                store(api, f"group {group} item {i}", tags=[f"g{group}"],
+                      embedding=axis((group, 1.0), (10 + group * 5 + i, 0.2)))
+                for i in range(5)
+            }
+        loners = [store(api, f"loner {i}", tags=["solo"], embedding=axis((100 + i, 1.0))) for i in range(3)]
+        settle(api, 18)
+
+        dry = consolidate(api, "cluster", dry_run=True)
+        assert dry["counts"]["clusters"] == 3 and dry["counts"]["members"] == 15
+        found = {frozenset(c.split(",")) for c in dry["samples"]["clusters"]}
+        assert found == {frozenset(g) for g in groups.values()}
+        graph = graph_of(stack)
+        assert graph.query("MATCH (m:Memory {type: 'MetaPattern'}) RETURN count(m)").result_set[0][0] == 0
+
+        run = consolidate(api, "cluster", dry_run=False)
+        assert run["counts"]["clusters"] == 3
+        rows = graph.query("MATCH (m:Memory)-[:EXEMPLIFIES]->(p:Memory {type: 'MetaPattern'}) RETURN p.id, collect(m.id)").result_set
+        assert {frozenset(members) for _, members in rows} == {frozenset(g) for g in groups.values()}
+        assert not any(loner in members for _, members in rows for loner in loners)
+        # MetaPatterns have vectors (no drift) and stay out of recall and the health counts
+        settle(api, 18)
+        sync = api.post("/admin/sync", headers=ADMIN, json={"dry_run": True}).json()
+        assert all(kind["count"] == 0 for kind in sync["drift"].values()), sync
+        results = api.get("/recall", params={"query": "group 1 item", "limit": 20}).json()["results"]
+        assert results and all(r["memory"].get("type") != "MetaPattern" for r in results)
+
+        again = consolidate(api, "cluster", dry_run=False)  # a new run replaces the old summaries
+        assert again["counts"]["retired_patterns"] == 3
+        assert graph.query("MATCH (m:Memory {type: 'MetaPattern'}) RETURN count(m)").result_set[0][0] == 3
+
+
+def test_creative_links_non_obvious_neighbours_once(make_stack):
+    stack = make_stack(CONSOLIDATION_CREATIVE_SAMPLE="100")
+    with stack.client() as api:
+        a = store(api, "alpha seed", tags=["alpha"], embedding=axis((20, 1.0)))
+        b = store(api, "beta neighbour", tags=["beta"], embedding=axis((20, 0.8), (21, 0.6)))
+        store(api, "alpha sibling", tags=["alpha"], embedding=axis((20, 0.8), (21, -0.6)))  # same scope
+        store(api, "dup one", tags=["d1"], embedding=axis((30, 1.0)))
+        store(api, "dup two", tags=["d2"], embedding=axis((30, 0.995), (31, 0.0998)))  # near-duplicate
+        g = store(api, "gamma", tags=["g1"], embedding=axis((40, 1.0)))
+        h = store(api, "gamma linked", tags=["g2"], embedding=axis((40, 0.8), (41, 0.6)))
+        store(api, "far away", tags=["far"], embedding=axis((50, 1.0)))
+        settle(api, 8)
+        graph = graph_of(stack)
+        graph.query("MATCH (x:Memory {id: $g}), (y:Memory {id: $h}) CREATE (x)-[:RELATES_TO]->(y)", {"g": g, "h": h})
+
+        dry = consolidate(api, "creative", dry_run=True)
+        assert dry["counts"]["discovered"] == 1
+        assert graph.query("MATCH ()-[r:DISCOVERED]->() RETURN count(r)").result_set[0][0] == 0
+        run = consolidate(api, "creative", dry_run=False)
+        assert run["counts"]["discovered"] == 1
+        pairs = graph.query("MATCH (x)-[r:DISCOVERED]->(y) RETURN x.id, y.id, r.strength").result_set
+        assert len(pairs) == 1 and {pairs[0][0], pairs[0][1]} == {a, b} and pairs[0][2] == pytest.approx(0.8, abs=1e-3)
+        assert consolidate(api, "creative", dry_run=False)["counts"].get("discovered", 0) == 0  # connected now
+
+
+def _edge_store(stack: Stack) -> EdgeVectorStore:
+    store_ = EdgeVectorStore(str(stack.data_dir / "qdrant-edge" / "memories"), DIMS)
+    store_.ensure_collection()
+    return store_
+
+
+def _stop_web(stack: Stack) -> None:
+    stack.web.terminate()
+    stack.web.wait(30)
+
+
+def test_sync_repairs_injected_drift_both_ways(make_stack):
+    stack = make_stack()
+    with stack.client() as api:
+        ids = [store(api, f"sync subject number {i}", tags=["sync", f"n{i}"]) for i in range(6)]
+        settle(api, 6)
+        before = api.get("/recall", params={"query": "sync subject number 3", "tags": "sync", "limit": 1}).json()["results"]
+        assert before[0]["id"] == ids[3]
+
+    _stop_web(stack)  # the web process owns the Edge shard: take it to inject drift
+    vectors = _edge_store(stack)
+    vectors.delete([ids[3]])  # a memory loses its vector
+    orphan = MemoryRecord(id="orphan-1", content="ghost", tags=["sync"], importance=0.5, confidence=None, type="Context",
+                          type_source=None, timestamp=ago(1), updated_at=ago(1))
+    vectors.upsert([VectorPoint("orphan-1", axis((7, 1.0)), vector_payload(orphan.to_message()))])
+    vectors.set_payloads({ids[1]: {"tags": ["wrong"], "tag_prefixes": ["wrong"], "importance": 0.01}})
+    vectors.close()
+    graph = GraphStore(FalkorDB(port=stack.graph_port), f"memories_{stack.name}")
+    node_only = MemoryRecord(id="node-only", content="sync subject without vector", tags=["sync"], importance=0.5,
+                             confidence=None, type="Context", type_source=None, timestamp=ago(1), updated_at=ago(1))
+    graph.upsert_memories([node_only])
+    stack.start_web()
+
+    with stack.client() as api:
+        dry = api.post("/admin/sync", headers=ADMIN, json={"dry_run": True})
+        assert dry.status_code == 200, dry.text
+        drift = dry.json()["drift"]
+        assert drift["orphan_vector"] == {"count": 1, "sample_ids": ["orphan-1"]}
+        assert drift["payload_mismatch"] == {"count": 1, "sample_ids": [ids[1]]}
+        assert sorted(drift["missing_vector"]["sample_ids"]) == sorted([ids[3], "node-only"])
+        assert api.get("/health").json()["drift"]["last_sync"]["missing_vector"] == 2
+
+        repaired = api.post("/admin/sync", headers=ADMIN, json={}).json()
+        assert repaired["complete"] and repaired["drift"]["missing_vector"]["count"] == 2
+        settle(api, 7)
+        wait_until(lambda: all(k["count"] == 0 for k in api.post("/admin/sync", headers=ADMIN, json={"dry_run": True}).json()["drift"].values()),
+                   message="zero drift after one sync")
+        after = api.get("/recall", params={"query": "sync subject number 3", "tags": "sync", "limit": 1}).json()["results"]
+        assert after[0]["id"] == ids[3] and after[0]["match_type"] == "vector"
+        scoped = api.get("/recall", params={"query": "sync subject number 1", "tags": "n1", "limit": 1}).json()["results"]
+        assert scoped and scoped[0]["id"] == ids[1]  # its tag filter works again
+        assert api.get("/health").json()["drift"]["count_gap"] == 0
+
+
+def test_backup_wipe_restore_gives_identical_recall(make_stack, servers):
+    source = make_stack()
+    queries = ["database migration plan", "coffee preferences", "deploy friday"]
+    with source.client() as api:
+        texts = ["We plan the database migration for March", "She prefers coffee without sugar",
+                 "Never deploy on a friday afternoon", "The migration needs a rollback plan",
+                 "Coffee machine on floor 3 is broken", "Deploy pipeline takes ten minutes"]
+        ids = [store(api, t, tags=["bk", f"t{i}"], importance=0.1 * (i + 1)) for i, t in enumerate(texts)]
+        settle(api, 6)
+        graph_of(source).query("MATCH (x:Memory {id: $a}), (y:Memory {id: $b}) CREATE (x)-[:RELATES_TO {strength: 0.7}]->(y)",
+                               {"a": ids[0], "b": ids[3]})
+        expected = {q: [(r["id"], r["final_score"]) for r in api.get("/recall", params={"query": q, "tags": "bk"}).json()["results"]]
+                    for q in queries}
+        assert api.get("/backup", headers={"X-Admin-Token": "nope"}).status_code == 403
+        assert api.get("/backup", headers=ADMIN, params={"include": "bogus"}).json()["code"] == 400
+        response = api.get("/backup", headers=ADMIN)
+        assert response.status_code == 200 and response.headers["content-type"] == "application/gzip"
+        names = tarfile.open(fileobj=io.BytesIO(response.content)).getnames()
+        assert any(n.startswith("falkordb/falkordb_") for n in names) and any(n.startswith("qdrant/qdrant_") for n in names)
+    archive = source.data_dir / "snapshot.tar.gz"
+    archive.write_bytes(response.content)
+
+    target = make_stack()  # an empty stack: a wiped deployment
+    with target.client() as api:
+        assert api.get("/health").json()["memory_count"] == 0
+    _stop_web(target)
+    restored = target.run_tool("-m", "ops.restore", str(archive), "--wipe")
+    assert restored.returncode == 0, restored.stderr
+    assert '"nodes":6' in restored.stdout and '"edges":1' in restored.stdout and '"vectors":6' in restored.stdout
+    target.start_web()
+    with target.client() as api:
+        settle(api, 6)
+        for q in queries:
+            got = [(r["id"], r["final_score"]) for r in api.get("/recall", params={"query": q, "tags": "bk"}).json()["results"]]
+            assert [i for i, _ in got] == [i for i, _ in expected[q]], q
+            assert [s for _, s in got] == pytest.approx([s for _, s in expected[q]], abs=1e-4)
+    edges = graph_of(target).query("MATCH (x)-[r:RELATES_TO]->(y) RETURN x.id, y.id, r.strength").result_set
+    assert edges == [[ids[0], ids[3], 0.7]]
+
+
+def test_restore_graph_only_archive_reembeds(make_stack):
+    source = make_stack()
+    with source.client() as api:
+        ids = [store(api, f"graph only memory {i}", tags=["go"]) for i in range(3)]
+        settle(api, 3)
+        response = api.get("/backup", headers=ADMIN, params={"include": "falkordb"})
+        assert [n.split("/")[0] for n in tarfile.open(fileobj=io.BytesIO(response.content)).getnames()] == ["falkordb"]
+    archive = source.data_dir / "graph-only.tar.gz"
+    archive.write_bytes(response.content)
+    target = make_stack()
+    _stop_web(target)
+    restored = target.run_tool("-m", "ops.restore", str(archive))
+    assert restored.returncode == 0 and '"reembedded":3' in restored.stdout, restored
+    target.start_web()
+    with target.client() as api:
+        settle(api, 3)
+        hit = api.get("/recall", params={"query": "graph only memory 2", "tags": "go", "limit": 1}).json()["results"][0]
+        assert hit["id"] == ids[2] and hit["match_type"] == "vector"
+
+
+def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
+    interval = 2.0
+    stack = make_stack(SYNC_INTERVAL_SECONDS=str(interval), CONSOLIDATION_DECAY_INTERVAL_SECONDS=str(interval),
+                       CONSOLIDATION_CREATIVE_INTERVAL_SECONDS="0", CONSOLIDATION_CLUSTER_INTERVAL_SECONDS="0",
+                       CLOCK_TICK_SECONDS="0.1")
+    import subprocess
+    import sys
+
+    from tests.stack import ROOT
+
+    clocks = [subprocess.Popen([sys.executable, "-m", "ops.clock"], cwd=ROOT, env=stack.env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
+    try:
+        time.sleep(9)
+    finally:
+        for clock in clocks:
+            clock.terminate()
+        for clock in clocks:
+            clock.wait(10)
+    stopped = time.time()
+    with stack.client() as api:
+        wait_until(lambda: all(h["status"] != "running" for h in api.get("/consolidate/status").json()["history"]), message="runs settled")
+        history = api.get("/consolidate/status").json()["history"]
+    client = redis.Redis.from_url(stack.redis_url)
+    for kind in ("sync", "decay"):
+        runs = sorted((h for h in history if h["kind"] == kind), key=lambda h: h["params"]["scheduled_at"])
+        # skipped = the previous run of that cycle was still going (a slow machine): still one per interval
+        assert all(h["trigger"] == "clock" and h["status"] in ("complete", "skipped") for h in runs), runs
+        times = [h["params"]["scheduled_at"] for h in runs]
+        # At most one run per interval slot while the clocks ran, and it kept running
+        # (clock start-up and tick latency on a loaded machine can shift a slot, never add one).
+        assert 3 <= len(runs) <= int((stopped - times[0]) // interval) + 1, (kind, len(runs), times, stopped)
+        assert all(later - earlier >= interval * 0.9 for earlier, later in zip(times, times[1:])), times
+    assert set(client.hgetall("mempipe:clock:last_run")) == {b"sync", b"decay"}  # last runs survive restarts
+
+
+def test_by_tag_routes_and_dead_letter_admin(make_stack):
+    stack = make_stack(ACTOR_MAX_RETRIES="0")
+    with stack.client() as api:
+        keep = store(api, "keeper", tags=["keep"])
+        doomed = [store(api, f"doomed {i}", tags=["Doom", "x"]) for i in range(3)]
+        listed = api.get("/memory/by-tag", params={"tags": "doom", "limit": 2}).json()
+        assert listed["count"] == 2 and listed["has_more"] is True and listed["tags"] == ["doom"]
+        assert api.get("/memory/by-tag").json() == {"status": "error", "code": 400, "message": "tags: at least one tag is required"}
+        assert api.get("/memory/by-tag", params={"tags": "x", "tag_mode": "some"}).json()["code"] == 400
+        deleted = api.request("DELETE", "/memory/by-tag", params={"tags": ["doom"]}).json()
+        assert deleted["deleted_count"] == 3
+        wait_until(lambda: all(api.get(f"/memory/{m}").status_code == 404 for m in doomed), message="by-tag delete")
+        settle(api, 1)
+        assert api.get(f"/memory/{keep}").status_code == 200
+
+        assert api.post("/consolidate", json={"mode": "everything"}).json()["code"] == 400
+        assert api.post("/consolidate", json={"dry_run": "yes"}).json()["code"] == 400
+        assert api.post("/admin/reembed", headers=ADMIN, json={"batch_size": 0}).json()["code"] == 400
+        assert api.post("/admin/sync", json={}).status_code == 403  # admin token needed
+
+        from pipeline.broker import build_broker
+        from pipeline.config import Settings
+
+        broker = build_broker(Settings(redis_url=stack.redis_url))
+        broker.actors.clear()
+        import dramatiq
+
+        broker.enqueue(dramatiq.Message(queue_name="maintenance", actor_name="start_cycle", args=("no-such-cycle",), kwargs={}, options={}))
+        wait_until(lambda: api.get("/admin/deadletters", headers=ADMIN).json()["count"] == 1, message="dead-lettered")
+        dead = api.get("/admin/deadletters", headers=ADMIN, params={"queue": "maintenance"}).json()["dead_letters"][0]
+        assert dead["actor"] == "start_cycle" and dead["queue"] == "maintenance"
+        detail = api.get(f"/admin/deadletters/maintenance/{dead['id']}", headers=ADMIN).json()["dead_letter"]
+        assert detail["args"] == ["no-such-cycle"] and detail["actor"] == "start_cycle"
+        assert api.get("/admin/deadletters/maintenance/nope", headers=ADMIN).json()["code"] == 404
+        assert api.post("/admin/deadletters/replay", headers=ADMIN, json={"queue": "maintenance"}).json()["replayed"] == 1
+        wait_until(lambda: api.get("/admin/deadletters", headers=ADMIN).json()["count"] == 1, message="failed again")
+        assert api.request("DELETE", "/admin/deadletters", headers=ADMIN, params={"queue": "maintenance"}).json()["purged"] == 1
+        assert api.get("/admin/deadletters", headers=ADMIN).json()["count"] == 0
+
+        reembed = api.post("/admin/reembed", headers=ADMIN, json={"batch_size": 10, "force": True}).json()
+        assert reembed["status"] == "complete" and reembed["processed"] == 1

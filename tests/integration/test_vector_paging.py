@@ -1,0 +1,53 @@
+"""The vector-store methods maintenance relies on behave the same on both backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.config import Settings
+from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
+
+pytestmark = pytest.mark.integration
+SIZE = 8
+
+
+@pytest.fixture(params=["edge", "server"])
+def vectors(request, tmp_path):
+    store = (EdgeVectorStore(str(tmp_path / "shard"), SIZE) if request.param == "edge"
+             else QdrantServerVectorStore.connect(Settings(qdrant_url=":memory:"), SIZE))
+    store.ensure_collection()
+    yield store
+    store.close()
+
+
+def point(i: int, **extra) -> VectorPoint:
+    vector = [0.0] * SIZE
+    vector[i % SIZE] = 1.0
+    memory = {"id": f"m{i}", "content": f"c{i}", "tags": ["t"], "importance": 0.5, "type": "Context",
+              "timestamp": "2025-01-01T00:00:00+00:00", **extra}
+    return VectorPoint(f"m{i}", vector, vector_payload(memory))
+
+
+def test_scroll_retrieve_patch_count_and_archived_exclusion(vectors):
+    vectors.upsert([point(i) for i in range(7)] + [point(7, type="MetaPattern")])
+    seen, offset, pages = [], None, 0
+    while True:
+        page, offset = vectors.scroll(offset, 3, with_vectors=True)
+        seen += page
+        pages += 1
+        if offset is None:
+            break
+    assert sorted(r.memory_id for r in seen) == [f"m{i}" for i in range(8)] and pages == 3
+    assert all(len(r.vector) == SIZE for r in seen)
+    found = vectors.retrieve(["m1", "m2", "missing"])
+    assert set(found) == {"m1", "m2"} and found["m1"].vector is None
+    assert vectors.count_memories(frozenset({"MetaPattern"})) == 7 and vectors.count() == 8
+
+    vectors.set_payloads({"m1": {"relevance_score": 0.25}, "m2": {"archived": True, "archived_at": "2026-01-01"}})
+    assert vectors.retrieve(["m1"])["m1"].payload["relevance_score"] == 0.25
+    near_m2 = [0.0] * SIZE
+    near_m2[2] = 1.0
+    hits = [h.memory_id for h in vectors.search(VectorQuery(near_m2, 8))]
+    assert "m2" not in hits and "m1" in hits  # archived points are out of every search
+    archived = point(3, archived=True)
+    assert archived.payload["archived_at"]  # what the Edge filter keys on

@@ -1,0 +1,108 @@
+import math
+from datetime import datetime, timedelta, timezone
+
+import fakeredis
+import numpy as np
+
+from ops.clock import scheduled_jobs
+from pipeline.config import Settings
+from pipeline.maintenance.cluster import cluster_count, fit_centres, summarise
+from pipeline.maintenance.policy import ARCHIVE, DELETE, KEEP, PROTECTED, DecayPolicy, ForgetPolicy
+from pipeline.maintenance.runs import COMPLETE, SKIPPED, RunStore, merge_steps
+from pipeline.maintenance.sync import payload_drift
+
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def memory(days_old: float, importance=0.0, confidence=0.5, type_="Context", **extra):
+    return {"timestamp": (NOW - timedelta(days=days_old)).isoformat(), "importance": importance,
+            "confidence": confidence, "type": type_, **extra}
+
+
+def test_decay_is_exponential_in_age_with_an_importance_floor():
+    policy = DecayPolicy(rate_per_day=0.01, access_weight=0.8, relation_boost=0.3, importance_floor=0.5)
+    assert policy.relevance(memory(0), 0, NOW) == 0.75  # fresh: quality 0.75
+    assert math.isclose(policy.relevance(memory(200), 0, NOW), math.exp(-2) * 0.75, abs_tol=1e-6)
+    assert policy.relevance(memory(400, importance=0.9), 0, NOW) == 0.45  # floor: importance x 0.5
+    # relations raise it (saturating at 10), a recent access revives it
+    assert policy.relevance(memory(200), 10, NOW) > policy.relevance(memory(200), 5, NOW) > policy.relevance(memory(200), 0, NOW)
+    accessed = memory(400, last_accessed=(NOW - timedelta(days=1)).isoformat())
+    assert math.isclose(policy.relevance(accessed, 0, NOW), 0.8 * math.exp(-0.01) * 0.75, abs_tol=1e-6)
+
+
+def test_forget_verdicts_respect_protection():
+    policy = ForgetPolicy(archive_below=0.2, delete_below=0.05, grace_days=30, protected_importance=0.8,
+                          protected_types=frozenset({"Decision", "Insight", "MetaPattern"}))
+    assert policy.verdict(memory(400), 0.01, NOW) == DELETE
+    assert policy.verdict(memory(400), 0.1, NOW) == ARCHIVE
+    assert policy.verdict(memory(400, archived=True), 0.1, NOW) == KEEP  # already archived
+    assert policy.verdict(memory(400), 0.5, NOW) == KEEP
+    assert policy.verdict(memory(10), 0.01, NOW) == PROTECTED  # grace period
+    assert policy.verdict(memory(400, importance=0.9), 0.01, NOW) == PROTECTED
+    assert policy.verdict(memory(400, type_="Decision"), 0.01, NOW) == PROTECTED
+    assert policy.verdict(memory(400, type_="MetaPattern"), 0.01, NOW) == PROTECTED
+
+
+def test_payload_drift_names_the_fields_that_disagree():
+    expected = {"tags": ["a"], "importance": 0.5, "type": "Context", "archived": False, "relevance_score": 0.3}
+    assert payload_drift(expected, {**expected}) == []
+    assert payload_drift(expected, {**expected, "archived": None}) == []  # missing == false
+    assert payload_drift(expected, {**expected, "tags": ["b"], "importance": 0.5000000001}) == ["tags"]
+    assert payload_drift(expected, {k: v for k, v in expected.items() if k != "relevance_score"}) == ["relevance_score"]
+
+
+def test_merge_steps_sums_counts_and_caps_samples():
+    merged = merge_steps([{"counts": {"a": 2}, "samples": {"a": ["1", "2"]}},
+                          {"counts": {"a": 20, "b": 1}, "samples": {"a": [str(i) for i in range(20)]}}])
+    assert merged["counts"] == {"a": 22, "b": 1}
+    assert len(merged["samples"]["a"]) == 10 and merged["samples"]["a"][:2] == ["1", "2"]
+
+
+def test_run_store_lock_history_and_redelivered_steps():
+    runs = RunStore(fakeredis.FakeRedis(), history_size=5)
+    runs.create("r1", "decay", False, "clock")
+    runs.create("r2", "decay", False, "api")
+    first, second = runs.get("r1"), runs.get("r2")
+    assert runs.start(first) and runs.start(first)  # a redelivered start keeps its own lock
+    assert not runs.start(second)  # one decay at a time
+    runs.finish(second, SKIPPED, "busy")
+    runs.record_step("r1", 0, 0, {"scored": 5}, {})
+    runs.record_step("r1", 0, 0, {"scored": 5}, {})  # redelivered: overwrites, never doubles
+    runs.record_step("r1", 0, 1, {"scored": 3}, {})
+    assert runs.finish(first, COMPLETE)["counts"] == {"scored": 8}
+    runs.finish(first, COMPLETE)  # a duplicate finish adds no second history entry
+    assert [v["run_id"] for v in runs.history()] == ["r1", "r2"]
+    runs.create("r3", "decay", False, "clock")
+    assert runs.start(runs.get("r3"))  # the lock was released
+
+
+def test_cluster_fit_recovers_separated_groups():
+    rng = np.random.default_rng(1)
+    dims = 32
+    groups = []
+    for axis in range(3):
+        base = np.zeros(dims)
+        base[axis] = 1
+        groups.append(base + rng.normal(0, 0.05, (6, dims)))
+    data = np.vstack(groups)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    centres = fit_centres(data.astype(np.float32), cluster_count(len(data), 6, 10))
+    labels = (data @ centres.T).argmax(axis=1)
+    assert [len(set(labels[i * 6:(i + 1) * 6])) for i in range(3)] == [1, 1, 1]
+    assert len(set(labels)) == 3
+    assert cluster_count(100_000, 8, 200) == 200 and cluster_count(2, 8, 200) == 1
+
+
+def test_summary_names_shared_tags_and_frequent_terms():
+    members = [{"content": "Postgres vacuum tuning for large tables", "tags": ["db", "ops"]},
+               {"content": "Postgres autovacuum settings changed", "tags": ["db"]},
+               {"content": "Vacuum freeze on Postgres replicas", "tags": ["db", "x"]}]
+    text, tags = summarise(members, 3)
+    assert tags == ["db"] and "postgres" in text and text.startswith("Pattern across 3 memories tagged db")
+
+
+def test_clock_schedules_cycles_from_settings():
+    jobs = {j.name: j.interval_seconds for j in scheduled_jobs(Settings())}
+    assert jobs == {"sync": 3600, "decay": 86400, "creative": 604800, "cluster": 2592000}  # forget is opt-in
+    jobs = {j.name: j.interval_seconds for j in scheduled_jobs(Settings(consolidation_forget_interval_seconds=60, sync_interval_seconds=0))}
+    assert "forget" in jobs and "sync" not in jobs
