@@ -19,10 +19,10 @@ from fastapi import FastAPI
 from fastapi.responses import ORJSONResponse
 
 from api.errors import install_error_handlers
-from api.routes import health, memory, recall
+from api.routes import enrichment, health, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath
-from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
+from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
 from pipeline.query import RecallEngine
 from pipeline.records import Limits
@@ -39,17 +39,19 @@ def web_worker_queues(settings: Settings) -> set[str]:
         return set()
     if choice:
         return {q.strip() for q in choice.split(",") if q.strip()}
-    return {VECTORS_QUEUE} if settings.uses_qdrant_edge else set()
+    return set(VECTOR_OWNER_QUEUES) if settings.uses_qdrant_edge else set()
 
 
-def _actor_enqueuers() -> Enqueuers:
-    from pipeline.actors import maintenance, persist
+def _actor_enqueuers(services: Services) -> Enqueuers:
+    from pipeline.actors import enrich, maintenance, persist, relations
 
     return Enqueuers(
         persist=persist.persist_memories.send,
         update=persist.update_memory.send,
         delete=persist.delete_memories.send,
         access=maintenance.record_access.send,
+        link=relations.link_memories.send,
+        enrich=lambda ids: enrich.queue_enrichment(services, ids),
     )
 
 
@@ -100,7 +102,7 @@ def create_app(
         )
         waiter = CompletionWaiter(redis_connect or (lambda: aioredis.Redis.from_url(settings.redis_url)))
         await waiter.start()
-        writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(), waiter, settings.write_wait_seconds)
+        writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(svc), waiter, settings.write_wait_seconds)
         app.state.writes = writes
         app.state.engine = RecallEngine(
             settings,
@@ -109,20 +111,24 @@ def create_app(
             embedder=lambda: svc.embedder,
             on_access=lambda ids: writes.record_access(ids, datetime.now(timezone.utc).isoformat()),
         )
-        worker = None
+        workers = []
         if queues:
             import pipeline.actors
 
             pipeline.actors.broker.services = svc  # actors in this process share its Edge shard
-            worker = dramatiq.Worker(pipeline.actors.broker, queues=queues, worker_threads=1)
-            worker.start()
+            # One single-threaded worker per queue, so slower similarity searches never hold
+            # up the vector writes that make memories recallable.
+            for queue in sorted(queues):
+                worker = dramatiq.Worker(pipeline.actors.broker, queues={queue}, worker_threads=1)
+                worker.start()
+                workers.append(worker)
         maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s)
         maintainer.start()
         try:
             yield
         finally:
             maintainer.stop()
-            if worker is not None:
+            for worker in workers:
                 worker.stop(timeout=10_000)
             await waiter.stop()
             svc.close()
@@ -138,4 +144,6 @@ def create_app(
     app.include_router(health.router)
     app.include_router(memory.router)
     app.include_router(recall.router)
+    app.include_router(relations.router)
+    app.include_router(enrichment.router)
     return app

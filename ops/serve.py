@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ops.redis_servers import RedisServer
-from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
+from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings
 
 
@@ -70,7 +70,7 @@ class Supervisor:
         self.graph.start()
         print(f"mempipe: broker redis on :{self.broker.port}, FalkorDB on :{self.graph.port}")
 
-        worker_queues = [q for q in ALL_QUEUES if not (s.uses_qdrant_edge and q == VECTORS_QUEUE)]
+        worker_queues = [q for q in ALL_QUEUES if not (s.uses_qdrant_edge and q in VECTOR_OWNER_QUEUES)]
         python = sys.executable
         self._spawn("worker", [python, "-m", "dramatiq", "pipeline.actors", "--processes", str(s.worker_processes),
                                "--threads", str(s.worker_threads), "--queues", *worker_queues], env)

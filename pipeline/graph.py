@@ -22,6 +22,8 @@ from pipeline.records import MemoryRecord, tag_prefixes
 _PLAIN_FIELDS = (
     "content", "tags", "importance", "confidence", "type", "type_source", "timestamp",
     "updated_at", "t_valid", "t_invalid",
+    # written by enrichment; carried into the vector payload so recall sees them on vector hits
+    "summary", "duplicate_of",
 )
 
 
@@ -100,6 +102,13 @@ class GraphStore:
     def _read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         return self._graph.ro_query(cypher, params or {}).result_set
 
+    def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """A parameterised write for modules that own their Cypher (edges, enrichment)."""
+        return self._query(cypher, params)
+
+    def run_read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        return self._read(cypher, params)
+
     def ping(self) -> bool:
         return bool(self._client.connection.ping())
 
@@ -110,6 +119,9 @@ class GraphStore:
             "CREATE INDEX FOR (m:Memory) ON (m.timestamp_epoch)",
             "CREATE INDEX FOR (m:Memory) ON (m.updated_epoch)",
             "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
+            # Enrichment: exact-duplicate groups, and scope members (an array index serves `x IN m.tags`).
+            "CREATE INDEX FOR (m:Memory) ON (m.content_hash)",
+            "CREATE INDEX FOR (m:Memory) ON (m.tags)",
         )
         for statement in statements:
             try:

@@ -11,6 +11,6 @@ from pipeline.services import Services
 broker = install_broker(get_settings())
 broker.services = Services(get_settings())
 
-from pipeline.actors import embed, index, maintenance, persist  # noqa: E402  (actors bind to the broker above)
+from pipeline.actors import embed, enrich, index, maintenance, persist, relations, similarity  # noqa: E402  (actors bind to the broker above)
 
-__all__ = ["broker", "embed", "index", "maintenance", "persist"]
+__all__ = ["broker", "embed", "enrich", "index", "maintenance", "persist", "relations", "similarity"]
