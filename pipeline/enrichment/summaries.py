@@ -20,6 +20,9 @@ _STOPWORDS = frozenset(
 )
 
 
+_RELATIVE_FLOOR = 0.6
+
+
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s and s.strip()]
 
@@ -50,12 +53,15 @@ def extractive_summary(text: str, max_chars: int) -> str:
         # opening sentence gets a nudge, as it usually states the point.
         return sum(frequency[w] / top for w in terms) / len(terms) ** 0.5 + (0.3 if index == 0 else 0.0)
 
-    ranked = sorted(range(len(sentences)), key=lambda i: (-score(i), i))
+    scores = [score(i) for i in range(len(sentences))]
+    ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    # Filler is not summary: a sentence well below the best one is left out even if it fits.
+    floor = _RELATIVE_FLOOR * scores[ranked[0]]
     chosen: list[int] = []
     used = 0
     for index in ranked:
         length = len(sentences[index]) + (1 if chosen else 0)
-        if used + length <= max_chars:
+        if scores[index] >= floor and used + length <= max_chars:
             chosen.append(index)
             used += length
     if not chosen:
