@@ -300,3 +300,31 @@ def test_llm_failures_fall_back_to_patterns_and_are_counted(llm_stack):
         assert after["last_error"] and after["last_error_at"]
         assert fake.calls_with("[429]") == 2 and fake.calls_with("[slow]") == 2  # retried, then fell back
         assert fake.calls_with("[garbage]") == 1
+
+
+def test_preceded_by_chain_under_concurrent_out_of_order_writes(api):
+    """Many writes at once, timestamps shuffled, two worker threads: still one exact chain."""
+    import random
+
+    conversation = f"conversation_{uuid.uuid4().hex[:8]}"
+    base = datetime(2024, 6, 1, tzinfo=timezone.utc)
+    order = list(range(12))
+    random.Random(7).shuffle(order)
+    ids: dict[int, str] = {}
+    for minute in order:
+        response = api.post("/memory", params={"wait": "false"}, json={
+            "content": f"turn {minute} of the chat", "tags": [conversation],
+            "timestamp": (base + timedelta(minutes=minute)).isoformat()})
+        ids[minute] = response.json()["memory_id"]
+    for memory_id in ids.values():
+        enriched(api, memory_id)
+
+    def chain_ok() -> bool:
+        for minute, memory_id in ids.items():
+            out = [r["id"] for r in related(api, memory_id, relationship_types="PRECEDED_BY")
+                   if r["direction"] == "outgoing"]
+            if out != ([ids[minute - 1]] if minute else []):
+                return False
+        return True
+
+    wait_until(chain_ok, timeout=30, message="exact PRECEDED_BY chain")
