@@ -134,7 +134,9 @@ class Stack:
         self, processes: int = 1, threads: int = 2, queues: list[str] | None = None, **env_overrides: str
     ) -> subprocess.Popen:
         if queues is None:
-            queues = ["persist", "embed", "enrich", "maintenance"]
+            # Enrichment has its own process (start_enrich_worker), as in ops.serve: its
+            # CPU-bound NER must not share a GIL with the write path.
+            queues = ["persist", "embed", "maintenance"]
         args = [sys.executable, "-m", "dramatiq", "pipeline.actors", "--processes", str(processes),
                 "--threads", str(threads), "--queues", *queues]
         env = {**self.env(), **{k.upper(): str(v) for k, v in env_overrides.items()}}
@@ -142,6 +144,9 @@ class Stack:
                                   stderr=subprocess.STDOUT, start_new_session=True)
         self.workers.append(worker)
         return worker
+
+    def start_enrich_worker(self, threads: int = 2, **env_overrides: str) -> subprocess.Popen:
+        return self.start_worker(processes=1, threads=threads, queues=["enrich"], **env_overrides)
 
     @staticmethod
     def kill_worker(worker: subprocess.Popen) -> None:

@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import openai
 import orjson
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-# Transport trouble worth another try; a 4xx other than 429 (bad key, unknown model) is not.
-RETRYABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+if TYPE_CHECKING:
+    import openai
+
+# ``openai`` is imported where it is used: it takes seconds to import on a busy machine, and
+# every worker process imports this module whether or not an LLM is configured.
+
+
+def retryable_errors() -> tuple[type[Exception], ...]:
+    """Transport trouble worth another try; a 4xx other than 429 (bad key, unknown model) is not."""
+    import openai
+
+    return (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+
+
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
 
@@ -91,10 +102,12 @@ class ChatJSON:
         return response.choices[0].message.content
 
     def ask(self, model: str, system: str, user: str, max_tokens: int = 300) -> dict[str, Any]:
+        import openai
+
         retrying = Retrying(
             stop=stop_after_attempt(self._max_attempts),
             wait=wait_exponential(multiplier=0.2, max=4),
-            retry=retry_if_exception_type(RETRYABLE),
+            retry=retry_if_exception_type(retryable_errors()),
             sleep=self._sleep,
         )
         try:
@@ -111,6 +124,8 @@ class ChatJSON:
 
 
 def _describe(exc: BaseException | None) -> str:
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return "timeout"
     if isinstance(exc, openai.RateLimitError):
@@ -123,4 +138,6 @@ def _describe(exc: BaseException | None) -> str:
 
 
 def build_chat_client(api_key: str, base_url: str | None, timeout_s: float) -> "openai.OpenAI":
+    import openai
+
     return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)

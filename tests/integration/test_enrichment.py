@@ -246,7 +246,7 @@ def test_writes_never_wait_for_enrichment(servers):
             assert api.get(f"/memory/{memory_id}").json()["memory"].get("enriched_at") is None
             status = api.get("/enrichment/status").json()
             assert status["pending"] >= 1 and status["queue_size"] >= 1
-            stack.start_worker(queues=["enrich"])
+            stack.start_enrich_worker()
             memory = enriched(api, memory_id)
             assert "entity:people:rachel" in memory["tags"] and "entity:places:denver" in memory["tags"]
             wait_until(lambda: api.get("/enrichment/status").json()["pending"] == 0, message="drained")
@@ -263,6 +263,7 @@ def llm_stack(servers):
     )
     stack.start_web()
     stack.start_worker(processes=1, threads=2)
+    stack.start_enrich_worker()
     yield stack, fake
     stack.stop()
     fake.stop()
