@@ -61,6 +61,11 @@ def test_entities_type_and_vector_payload(api):
                message="re-enriched")
     again = api.get(f"/memory/{memory_id}").json()["memory"]
     assert sorted(again["tags"]) == sorted(memory["tags"])
+    # a client replacing the tags keeps the entity tags enrichment owns
+    assert api.patch(f"/memory/{memory_id}", json={"tags": ["renamed"]}).status_code in (200, 202)
+    wait_until(lambda: "renamed" in api.get(f"/memory/{memory_id}").json()["memory"]["tags"], message="patched")
+    patched = api.get(f"/memory/{memory_id}").json()["memory"]["tags"]
+    assert patched == ["renamed", "entity:people:sarah", "entity:people:rachel"]
 
 
 def test_multi_hop_sisters_job_through_entity_tags(api):
