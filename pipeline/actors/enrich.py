@@ -53,7 +53,14 @@ def enrich_memories(memory_ids: list[str]) -> None:
 
 @dramatiq.actor(queue_name=ENRICH_QUEUE)
 def enrichment_failed(message_data: dict, exception_data: dict) -> None:
-    """Called once a message has exhausted its retries and sits in the dead-letter queue."""
+    """Dramatiq's on_failure callback: called after *every* failed attempt.
+
+    Dramatiq runs "after" hooks in reverse middleware order, so Retries has already counted
+    this attempt: the message is dead-lettered (failed for good) once the count exceeds the
+    maximum. Earlier attempts only record the error.
+    """
+    svc = services()
     memory_ids = (message_data.get("args") or [[]])[0]
     error = f"{exception_data.get('type', 'Error')}: {exception_data.get('message', '')}"
-    services().enrichment_stats.failed(memory_ids, error, datetime.now(timezone.utc).isoformat())
+    final = message_data.get("options", {}).get("retries", 0) > svc.settings.actor_max_retries
+    svc.enrichment_stats.failed(memory_ids, error, datetime.now(timezone.utc).isoformat(), final=final)

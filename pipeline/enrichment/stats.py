@@ -61,13 +61,14 @@ class EnrichmentStats:
             pipe.hset(CLASSIFICATION_KEY, mapping={"last_error": last_error, "last_error_at": at})
         pipe.execute()
 
-    def failed(self, memory_ids: list[str], error: str, at: str) -> None:
-        """A message exhausted its retries (it is in the dead-letter queue)."""
+    def failed(self, memory_ids: list[str], error: str, at: str, final: bool) -> None:
+        """An attempt failed; ``final`` when the message exhausted its retries (dead-lettered)."""
         pipe = self._redis.pipeline(transaction=False)
-        if memory_ids:
-            pipe.srem(PENDING_KEY, *memory_ids)
-            pipe.srem(INFLIGHT_KEY, *memory_ids)
-        pipe.hincrby(STATS_KEY, "failed", len(memory_ids))
+        if final:
+            if memory_ids:
+                pipe.srem(PENDING_KEY, *memory_ids)
+                pipe.srem(INFLIGHT_KEY, *memory_ids)
+            pipe.hincrby(STATS_KEY, "failed", len(memory_ids))
         pipe.hset(STATS_KEY, mapping={"last_error": error[:300], "last_error_at": at})
         pipe.execute()
 

@@ -334,3 +334,22 @@ def test_preceded_by_chain_under_concurrent_out_of_order_writes(api):
         return True
 
     wait_until(chain_ok, timeout=30, message="exact PRECEDED_BY chain")
+
+
+def test_enrichment_that_keeps_failing_is_dead_lettered_and_counted(servers):
+    stack = Stack.create(servers, actor_max_retries="1", spacy_model="no_such_spacy_model")
+    stack.start_web()
+    stack.start_worker()
+    stack.start_enrich_worker()
+    try:
+        with stack.client() as api:
+            memory_id = store(api, "Rachel moved to Denver", tags=[scope()])
+            wait_until(lambda: memory_id in recall_ids(api, query="Rachel Denver"), message="recallable regardless")
+            status = wait_until(
+                lambda: (s := api.get("/enrichment/status").json())["stats"]["failed"] == 1
+                and s["stats"]["dead_letters"] == 1 and s, timeout=60, message="failure counted, message dead-lettered")
+            assert "no_such_spacy_model" in status["stats"]["last_error"]
+            assert status["pending"] == 0 and status["inflight"] == 0
+            assert api.get(f"/memory/{memory_id}").json()["memory"].get("enriched_at") is None
+    finally:
+        stack.stop()
