@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     queue_poll_ms: int = Field(10, ge=1, le=5000, description="Longest idle poll interval of hot queues (bounds accepted→recallable latency).")
     heartbeat_timeout_ms: int = Field(15_000, ge=1000, description="Silence after which a worker is presumed dead and its messages redelivered.")
     dead_message_ttl_days: int = Field(3650, ge=1, description="How long dead-lettered messages are kept for inspection and replay.")
-    web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vector queue with Qdrant Edge, none with a Qdrant server.")
+    web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vectors and similarity queues with Qdrant Edge (they need the shard), none with a Qdrant server.")
     edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")
     edge_optimize_min_changes: int = Field(500, ge=1, description="Vector writes since the last optimize that trigger another.")
 

@@ -131,7 +131,8 @@ class Stack:
         raise RuntimeError(f"web not healthy in {timeout}s:\n{self.read_log('web')}")
 
     def start_worker(
-        self, processes: int = 1, threads: int = 2, queues: list[str] | None = None, **env_overrides: str
+        self, processes: int = 1, threads: int = 2, queues: list[str] | None = None, wait: bool = True,
+        **env_overrides: str,
     ) -> subprocess.Popen:
         if queues is None:
             # Enrichment has its own process (start_enrich_worker), as in ops.serve: its
@@ -146,7 +147,7 @@ class Stack:
         self.workers.append(worker)
         # Return once its processes consume: on a busy machine booting takes seconds, and a
         # write sent before that would outlast WRITE_WAIT_SECONDS for reasons under test elsewhere.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + (60 if wait else 0)
         while self._ready_workers() < ready_before + processes and time.monotonic() < deadline:
             if worker.poll() is not None:
                 raise RuntimeError(f"worker exited:\n{self.read_log('worker')}")
