@@ -21,10 +21,10 @@ from fastapi.responses import ORJSONResponse
 from api.errors import install_error_handlers
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
-from api.routes import admin, batch, by_tag, consolidate, health, ingest, memory, recall
+from api.routes import admin, batch, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
-from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
+from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
 from pipeline.query import RecallEngine
 from pipeline.records import Limits
@@ -41,17 +41,19 @@ def web_worker_queues(settings: Settings) -> set[str]:
         return set()
     if choice:
         return {q.strip() for q in choice.split(",") if q.strip()}
-    return {VECTORS_QUEUE} if settings.uses_qdrant_edge else set()
+    return set(VECTOR_OWNER_QUEUES) if settings.uses_qdrant_edge else set()
 
 
-def _actor_enqueuers() -> Enqueuers:
-    from pipeline.actors import maintenance, persist
+def _actor_enqueuers(services: Services) -> Enqueuers:
+    from pipeline.actors import enrich, maintenance, persist, relations
 
     return Enqueuers(
         persist=persist.persist_memories.send,
         update=persist.update_memory.send,
         delete=persist.delete_memories.send,
         access=maintenance.record_access.send,
+        link=relations.link_memories.send,
+        enrich=lambda ids: enrich.queue_enrichment(services, ids),
     )
 
 
@@ -109,7 +111,7 @@ def create_app(
             max_pending=settings.backpressure_max_pending,
             retry_after_s=settings.backpressure_retry_after_s,
         )
-        writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(), waiter, tuning)
+        writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(svc), waiter, tuning)
         app.state.writes = writes
         app.state.engine = RecallEngine(
             settings,
@@ -118,13 +120,17 @@ def create_app(
             embedder=lambda: svc.embedder,
             on_access=lambda ids: writes.record_access(ids, datetime.now(timezone.utc).isoformat()),
         )
-        worker = None
+        workers = []
         if queues:
             import pipeline.actors
 
             pipeline.actors.broker.services = svc  # actors in this process share its Edge shard
-            worker = dramatiq.Worker(pipeline.actors.broker, queues=queues, worker_threads=1)
-            worker.start()
+            # One single-threaded worker per queue, so slower similarity searches never hold
+            # up the vector writes that make memories recallable.
+            for queue in sorted(queues):
+                worker = dramatiq.Worker(pipeline.actors.broker, queues={queue}, worker_threads=1)
+                worker.start()
+                workers.append(worker)
         maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s)
         maintainer.start()
         try:
@@ -132,7 +138,7 @@ def create_app(
                 yield
         finally:
             maintainer.stop()
-            if worker is not None:
+            for worker in workers:
                 worker.stop(timeout=10_000)
             await waiter.stop()
             svc.close()
@@ -157,4 +163,6 @@ def create_app(
     # MCP: the tools call the routes above in-process, with the caller's token.
     mcp = McpEndpoint(settings, app)
     app.add_route("/mcp", mcp.asgi, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    app.include_router(relations.router)
+    app.include_router(enrichment.router)
     return app

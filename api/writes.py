@@ -27,6 +27,8 @@ class Enqueuers:
     update: Callable[[str, dict[str, Any]], Any]
     delete: Callable[[list[str]], Any]
     access: Callable[[list[str], str], Any]
+    link: Callable[[str, list[dict[str, Any]], str], Any] | None = None  # (request id, links, at)
+    enrich: Callable[[list[str]], Any] | None = None  # re-queue enrichment
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,16 @@ class WritePath:
             self._enqueue.delete([memory_id])
 
         return await self._submit(memory_id, send, wait, "queued")
+
+    async def associate(self, request_id: str, links: list[dict[str, Any]], at: str, wait: bool) -> WriteOutcome:
+        """Queue edges to be merged; the request id is what the waiter listens for."""
+        return await self._submit(request_id, lambda: self._enqueue.link(request_id, links, at), wait, "queued")
+
+    async def reprocess(self, memory_ids: list[str]) -> None:
+        try:
+            await run_in_threadpool(self._enqueue.enrich, memory_ids)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise Unavailable(f"the queue broker is unreachable; nothing was queued ({exc})") from None
 
     def record_access(self, memory_ids: list[str], at: str) -> None:
         self._enqueue.access(memory_ids, at)

@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ops.redis_servers import RedisServer
-from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
+from pipeline.broker import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings
 
 
@@ -70,10 +70,15 @@ class Supervisor:
         self.graph.start()
         print(f"mempipe: broker redis on :{self.broker.port}, FalkorDB on :{self.graph.port}")
 
-        worker_queues = [q for q in ALL_QUEUES if not (s.uses_qdrant_edge and q == VECTORS_QUEUE)]
+        worker_queues = [q for q in ALL_QUEUES
+                         if q != ENRICH_QUEUE and not (s.uses_qdrant_edge and q in VECTOR_OWNER_QUEUES)]
         python = sys.executable
         self._spawn("worker", [python, "-m", "dramatiq", "pipeline.actors", "--processes", str(s.worker_processes),
                                "--threads", str(s.worker_threads), "--queues", *worker_queues], env)
+        # Enrichment in its own process: its NER is CPU-bound, and sharing a GIL with the
+        # persist/embed threads would slow the write path it must never hold up.
+        self._spawn("enricher", [python, "-m", "dramatiq", "pipeline.actors", "--processes", "1",
+                                 "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE], env)
         self._spawn("clock", [python, "-m", "ops.clock"], env)
         self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
                             "--port", str(s.port), "--no-access-log"], env)

@@ -14,9 +14,13 @@ NAMESPACE = "mempipe"
 PERSIST_QUEUE = "persist"  # graph writes: the canonical record
 EMBED_QUEUE = "embed"  # the expensive stage: many texts per provider call
 VECTORS_QUEUE = "vectors"  # Qdrant writes; in the embedded default only the web process consumes it
-ENRICH_QUEUE = "enrich"  # classification, entities, relations
+ENRICH_QUEUE = "enrich"  # classification, entities, summaries, duplicates, PRECEDED_BY
+# SIMILAR_TO needs vector searches, so it runs where the vectors are: like ``vectors``, only
+# the web process consumes it in the embedded default (Qdrant Edge), on its own thread.
+SIMILARITY_QUEUE = "similarity"
 MAINTENANCE_QUEUE = "maintenance"  # access tracking, sync, consolidation
-ALL_QUEUES = (PERSIST_QUEUE, EMBED_QUEUE, VECTORS_QUEUE, ENRICH_QUEUE, MAINTENANCE_QUEUE)
+ALL_QUEUES = (PERSIST_QUEUE, EMBED_QUEUE, VECTORS_QUEUE, ENRICH_QUEUE, SIMILARITY_QUEUE, MAINTENANCE_QUEUE)
+VECTOR_OWNER_QUEUES = frozenset({VECTORS_QUEUE, SIMILARITY_QUEUE})  # need the process that owns the vectors
 HOT_QUEUES = frozenset({PERSIST_QUEUE, EMBED_QUEUE, VECTORS_QUEUE})
 COLD_POLL_MS = 1000
 

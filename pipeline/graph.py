@@ -24,6 +24,8 @@ from pipeline.threads import link_threads
 _PLAIN_FIELDS = (
     "content", "tags", "importance", "confidence", "type", "type_source", "timestamp",
     "updated_at", "t_valid", "t_invalid",
+    # written by enrichment; carried into the vector payload so recall sees them on vector hits
+    "summary", "duplicate_of",
 )
 
 
@@ -123,6 +125,9 @@ class GraphStore:
             "CREATE INDEX FOR (m:Memory) ON (m.updated_epoch)",
             "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
             *thread_schema,
+            # Enrichment: exact-duplicate groups, and scope members (an array index serves `x IN m.tags`).
+            "CREATE INDEX FOR (m:Memory) ON (m.content_hash)",
+            "CREATE INDEX FOR (m:Memory) ON (m.tags)",
         )
         for statement in statements:
             try:

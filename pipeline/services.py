@@ -40,6 +40,9 @@ class Services:
         self._redis = broker_redis
         self._tracker: PipelineTracker | None = None
         self._metrics = metrics  # resolved on first use (after process boot in a worker)
+        self._entities = None
+        self._chat = None
+        self._enrichment_stats = None
 
     def _lazy(self, name: str, factory: Callable[[], T]) -> T:
         value = getattr(self, name)
@@ -91,6 +94,36 @@ class Services:
     @property
     def tracker(self) -> PipelineTracker:
         return self._lazy("_tracker", lambda: PipelineTracker(self.broker_redis))
+
+    # --- enrichment ------------------------------------------------------------------
+    @property
+    def entity_extractor(self):
+        from pipeline.enrichment.entities import build_entity_extractor
+
+        s = self.settings
+        return self._lazy("_entities", lambda: build_entity_extractor(s.entity_extractor, s.spacy_model))
+
+    @property
+    def chat(self):
+        """The enrichment LLM (rate-limited, retried), or None when no model is configured."""
+        s = self.settings
+        if not (s.classification_model or s.summary_model):
+            return None
+
+        def build():
+            from pipeline.enrichment.llm import ChatJSON, build_chat_client, build_rate_gate
+
+            client = build_chat_client(s.enrichment_llm_key, s.enrichment_llm_base_url, s.llm_timeout_s)
+            gate = build_rate_gate(self.broker_redis, s.llm_rate_limit, s.llm_rate_window_s, s.llm_rate_wait_s)
+            return ChatJSON(client, gate, s.llm_max_attempts)
+
+        return self._lazy("_chat", build)
+
+    @property
+    def enrichment_stats(self):
+        from pipeline.enrichment.stats import EnrichmentStats
+
+        return self._lazy("_enrichment_stats", lambda: EnrichmentStats(self.broker_redis))
 
     def close(self) -> None:
         if self._vectors is not None:

@@ -28,12 +28,13 @@ def servers():
 
 @pytest.fixture(scope="session")
 def stack(servers):
-    """One full stack for the session: web (owning Qdrant Edge) + one Dramatiq worker process."""
+    """One full stack for the session: web (owning Qdrant Edge), a worker process, an enrichment worker."""
     from tests.stack import Stack
 
     running = Stack.create(servers)
     running.start_web()
     running.start_worker(processes=1, threads=2)
+    running.start_enrich_worker()
     yield running
     running.stop()
 

@@ -132,17 +132,35 @@ class Stack:
         raise RuntimeError(f"web not healthy in {timeout}s:\n{self.read_log('web')}")
 
     def start_worker(
-        self, processes: int = 1, threads: int = 2, queues: list[str] | None = None, **env_overrides: str
+        self, processes: int = 1, threads: int = 2, queues: list[str] | None = None, wait: bool = True,
+        **env_overrides: str,
     ) -> subprocess.Popen:
         if queues is None:
-            queues = ["persist", "embed", "enrich", "maintenance"]
+            # Enrichment has its own process (start_enrich_worker), as in ops.serve: its
+            # CPU-bound NER must not share a GIL with the write path.
+            queues = ["persist", "embed", "maintenance"]
         args = [sys.executable, "-m", "dramatiq", "pipeline.actors", "--processes", str(processes),
                 "--threads", str(threads), "--queues", *queues]
         env = {**self.env(), **{k.upper(): str(v) for k, v in env_overrides.items()}}
+        ready_before = self._ready_workers()
         worker = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log("worker"),
                                   stderr=subprocess.STDOUT, start_new_session=True)
         self.workers.append(worker)
+        # Return once its processes consume: on a busy machine booting takes seconds, and a
+        # write sent before that would outlast WRITE_WAIT_SECONDS for reasons under test elsewhere.
+        deadline = time.monotonic() + (60 if wait else 0)
+        while self._ready_workers() < ready_before + processes and time.monotonic() < deadline:
+            if worker.poll() is not None:
+                raise RuntimeError(f"worker exited:\n{self.read_log('worker')}")
+            time.sleep(0.1)
         return worker
+
+    def _ready_workers(self) -> int:
+        path = self.data_dir / "worker.log"
+        return path.read_text(errors="replace").count("Worker process is ready for action") if path.exists() else 0
+
+    def start_enrich_worker(self, threads: int = 2, **env_overrides: str) -> subprocess.Popen:
+        return self.start_worker(processes=1, threads=threads, queues=["enrich"], **env_overrides)
 
     @staticmethod
     def kill_worker(worker: subprocess.Popen) -> None:

@@ -15,7 +15,7 @@ from pipeline.broker import VECTORS_QUEUE
 from pipeline.packing import vector_of
 from pipeline.resilience import store_call
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
-from pipeline.vectors import VectorPoint
+from pipeline.vectors import VectorPoint, vector_payload
 
 
 @dramatiq.actor(queue_name=VECTORS_QUEUE)
@@ -29,6 +29,33 @@ def index_vectors(items: list[dict[str, Any]]) -> None:
     for op in {item["op"] for item in items}:
         ids = [item["id"] for item in items if item["op"] == op]
         svc.tracker.finish(ids, op, RECALLABLE if op == "store" else UPDATED)
+    _start_enrichment(svc, items)
+
+
+def _start_enrichment(svc, items: list[dict[str, Any]]) -> None:
+    """New text is recallable now; enrichment follows, off the write path.
+
+    It starts here rather than after persist so that its payload refresh can never be
+    overtaken by this upsert of the payload computed before enrichment.
+    """
+    if not svc.settings.enrichment_enabled:
+        return
+    from pipeline.actors.enrich import queue_enrichment
+    from pipeline.actors.similarity import link_similar
+
+    queue_enrichment(svc, [item["id"] for item in items])
+    if svc.settings.similar_to_limit > 0:
+        link_similar.send([{"id": item["id"], "vector": item["vector"]} for item in items])
+
+
+@dramatiq.actor(queue_name=VECTORS_QUEUE)
+def refresh_vector_payloads(memory_ids: list[str]) -> None:
+    """Copy enrichment results (tags, type, summary, duplicate_of) from the graph to the points."""
+    svc = services()
+    skipped = svc.tracker.tombstoned(memory_ids)
+    memories = store_call(svc.graph.get_memories)([m for m in memory_ids if m not in skipped])
+    for memory_id, memory in memories.items():
+        store_call(svc.vectors.set_payload)(memory_id, vector_payload(memory))
 
 
 @dramatiq.actor(queue_name=VECTORS_QUEUE)

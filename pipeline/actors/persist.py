@@ -68,9 +68,16 @@ def update_memory(memory_id: str, changes: dict[str, Any]) -> None:
     svc = services()
     if svc.tracker.tombstoned([memory_id]):
         return
-    if "content" in changes and changes.get("type_source") is None and "type" not in changes:
+    current = None
+    if "tags" in changes:
+        # Entity tags belong to enrichment: a client replacing the tags keeps them (the next
+        # enrichment pass recomputes them from the content anyway).
         current = store_call(svc.graph.get_memory)(memory_id)
-        if current and current.get("type_source") == "pattern":
+        entity_tags = [t for t in (current or {}).get("entity_tags") or [] if t not in changes["tags"]]
+        changes = {**changes, "tags": changes["tags"] + entity_tags}
+    if "content" in changes and changes.get("type_source") is None and "type" not in changes:
+        current = current or store_call(svc.graph.get_memory)(memory_id)
+        if current and current.get("type_source") in ("pattern", "llm"):
             result = classify(changes["content"])
             changes = {**changes, "type": result.type, "type_source": "pattern", "confidence": result.confidence}
     vector = changes.pop("embedding", None)

@@ -188,7 +188,7 @@ def test_health_reports_the_pipeline(api):
     assert health["status"] == "healthy"
     assert health["broker"] == health["falkordb"] == health["qdrant"] == "connected"
     assert health["vector_backend"] == "qdrant-edge"
-    assert set(health["queues"]) == {"persist", "embed", "vectors", "enrich", "maintenance"}
+    assert set(health["queues"]) == {"persist", "embed", "vectors", "enrich", "similarity", "maintenance"}
     assert health["dead_letter_count"] == 0
     assert health["embedding"]["provider"] == "hash" and "warning" in health["embedding"]
     assert health["memory_count"] == health["vector_count"]

@@ -1,0 +1,66 @@
+"""Enrichment stage: types, entities, summaries, duplicates and PRECEDED_BY chains.
+
+Runs on its own queue after a memory is indexed (so it is already recallable and never
+holds up the write path). A message carries memory ids; the actor reads the current record
+from the graph, so a redelivered or re-queued message simply recomputes the same result.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import dramatiq
+
+from pipeline.actors.context import services
+from pipeline.broker import ENRICH_QUEUE
+from pipeline.enrichment.classifier import TypeClassifier
+from pipeline.enrichment.enricher import Enricher, EnrichmentPolicy
+from pipeline.enrichment.sequence import SequenceLinker
+from pipeline.enrichment.summaries import Summarizer
+from pipeline.services import Services
+
+
+def queue_enrichment(svc: Services, memory_ids: list[str]) -> None:
+    """Count the ids as pending, then enqueue them (with a failure callback for the DLQ case)."""
+    if not memory_ids:
+        return
+    svc.enrichment_stats.queued(memory_ids)
+    enrich_memories.send_with_options(args=(memory_ids,), on_failure=enrichment_failed)
+
+
+def build_enricher(svc: Services) -> Enricher:
+    from pipeline.actors.index import refresh_vector_payloads
+
+    s = svc.settings
+    chat = svc.chat
+    return Enricher(
+        graph=svc.graph,
+        stats=svc.enrichment_stats,
+        classifier=TypeClassifier(chat, s.classification_model),
+        summarizer=Summarizer(s.summary_max_chars, chat, s.resolved_summary_model),
+        entities=svc.entity_extractor,
+        linker=SequenceLinker(svc.broker_redis, svc.graph),
+        policy=EnrichmentPolicy(s.scope_prefixes, s.summary_min_chars),
+        send_payloads=refresh_vector_payloads.send,
+        requeue=lambda ids: queue_enrichment(svc, ids),
+    )
+
+
+@dramatiq.actor(queue_name=ENRICH_QUEUE)
+def enrich_memories(memory_ids: list[str]) -> None:
+    build_enricher(services()).run(memory_ids)
+
+
+@dramatiq.actor(queue_name=ENRICH_QUEUE)
+def enrichment_failed(message_data: dict, exception_data: dict) -> None:
+    """Dramatiq's on_failure callback: called after *every* failed attempt.
+
+    Dramatiq runs "after" hooks in reverse middleware order, so Retries has already counted
+    this attempt: the message is dead-lettered (failed for good) once the count exceeds the
+    maximum. Earlier attempts only record the error.
+    """
+    svc = services()
+    memory_ids = (message_data.get("args") or [[]])[0]
+    error = f"{exception_data.get('type', 'Error')}: {exception_data.get('message', '')}"
+    final = message_data.get("options", {}).get("retries", 0) > svc.settings.actor_max_retries
+    svc.enrichment_stats.failed(memory_ids, error, datetime.now(timezone.utc).isoformat(), final=final)

@@ -1,0 +1,42 @@
+"""SIMILAR_TO: link a newly indexed memory to its nearest neighbours in the vector index.
+
+This actor needs a vector search, and with Qdrant Edge only the process that owns the shard
+can search it. So it has its own queue, ``similarity``, consumed beside ``vectors`` by the
+vector owner (the web process, on a thread of its own, in the embedded default; any worker
+with a Qdrant server). The message carries the vector that was just indexed, so nothing is
+re-embedded or read back. Edges are symmetric and merged, strength = cosine similarity.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import dramatiq
+
+from pipeline.actors.context import services
+from pipeline.broker import SIMILARITY_QUEUE
+from pipeline.edges import Link, merge_links
+from pipeline.relations import BY_NAME
+from pipeline.resilience import store_call
+from pipeline.vectors import VectorQuery, VectorStore
+
+
+def nearest_links(vectors: VectorStore, memory_id: str, vector: list[float], threshold: float, limit: int) -> list[Link]:
+    hits = vectors.search(VectorQuery(vector, limit + 1))
+    return [Link(memory_id, hit.memory_id, round(hit.score, 6))
+            for hit in hits if hit.memory_id != memory_id and hit.score >= threshold][:limit]
+
+
+@dramatiq.actor(queue_name=SIMILARITY_QUEUE)
+def link_similar(items: list[dict[str, Any]]) -> None:
+    svc = services()
+    s = svc.settings
+    if s.similar_to_limit <= 0:
+        return
+    skipped = svc.tracker.tombstoned([item["id"] for item in items])
+    links: list[Link] = []
+    for item in items:
+        if item["id"] not in skipped:
+            links += store_call(nearest_links)(svc.vectors, item["id"], item["vector"], s.similar_to_threshold, s.similar_to_limit)
+    store_call(merge_links)(svc.graph, BY_NAME["SIMILAR_TO"], links, datetime.now(timezone.utc).isoformat())

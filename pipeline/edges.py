@@ -1,0 +1,95 @@
+"""Edges between :Memory nodes: writing them (idempotently) and walking them.
+
+Relationship types cannot be Cypher parameters, so each query splices exactly one name,
+taken from the registry in ``pipeline.relations`` (``label()`` refuses anything else).
+Every other value — ids, strengths, timestamps — is a parameter. Writes ``MERGE``, so a
+redelivered message updates the same edge instead of adding a second one. Each edge carries
+``strength``, ``created_at`` and ``updated_at`` (ISO) and ``updated_epoch`` for ordering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pipeline.graph import GraphStore, memory_from_node
+from pipeline.relations import RelationType, label, pattern
+
+
+@dataclass(frozen=True)
+class Link:
+    source: str
+    target: str
+    strength: float
+
+    def oriented(self, relation: RelationType) -> "Link":
+        """Symmetric types keep one edge per pair: from the smaller id to the larger."""
+        if relation.symmetric and self.target < self.source:
+            return Link(self.target, self.source, self.strength)
+        return self
+
+
+def _epoch(at: str) -> float:
+    return datetime.fromisoformat(at).timestamp()
+
+
+def merge_links(graph: GraphStore, relation: RelationType, links: list[Link], at: str,
+                extra: dict[str, Any] | None = None) -> set[tuple[str, str]]:
+    """Create or update edges; returns the (source, target) pairs whose two memories exist."""
+    if not links:
+        return set()
+    rows = [{"src": l.source, "dst": l.target, "strength": float(l.strength)}
+            for l in (link.oriented(relation) for link in links)]
+    cypher = (
+        "UNWIND $rows AS row "
+        "MATCH (a:Memory {id: row.src}) MATCH (b:Memory {id: row.dst}) "
+        f"MERGE (a)-[r:{label(relation)}]->(b) "
+        "ON CREATE SET r.created_at = $at "
+        "SET r.strength = row.strength, r.updated_at = $at, r.updated_epoch = $epoch, r += $extra "
+        "RETURN row.src, row.dst"
+    )
+    result = graph.run_write(cypher, {"rows": rows, "at": at, "epoch": _epoch(at), "extra": extra or {}})
+    found = {(row[0], row[1]) for row in result}
+    # Report in the caller's orientation.
+    return {(l.source, l.target) for l in links if (l.oriented(relation).source, l.oriented(relation).target) in found}
+
+
+def existing_ids(graph: GraphStore, memory_ids: list[str]) -> set[str]:
+    if not memory_ids:
+        return set()
+    rows = graph.run_read("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id", {"ids": list(set(memory_ids))})
+    return {row[0] for row in rows}
+
+
+def related(graph: GraphStore, memory_id: str, types: list[str], max_depth: int, limit: int) -> list[dict[str, Any]]:
+    """Memories reachable in 1..max_depth hops over ``types`` (either direction), nearest first.
+
+    Each carries the hop count and the edge that reached it last (type, strength, direction
+    as seen from the memory before it).
+    """
+    depth = max(1, min(int(max_depth), 3))  # an int from a validated range, not user text
+    cypher = (
+        f"MATCH p = (s:Memory {{id: $id}})-[{pattern(types)}*1..{depth}]-(o:Memory) "
+        "WHERE o.id <> $id "
+        "WITH o, p, length(p) AS hops, last(relationships(p)) AS edge, nodes(p)[length(p) - 1] AS via "
+        "ORDER BY hops ASC, edge.strength DESC, edge.updated_epoch DESC "
+        "WITH o, collect({hops: hops, type: type(edge), strength: edge.strength, updated_at: edge.updated_at, "
+        "outgoing: startNode(edge) = via, via: via.id})[0] AS best "
+        "RETURN o, best ORDER BY best.hops ASC, best.strength DESC LIMIT $limit"
+    )
+    rows = graph.run_read(cypher, {"id": memory_id, "limit": int(limit)})
+    results = []
+    for node, best in rows:
+        memory = memory_from_node(node.properties)
+        results.append({
+            "id": memory["id"],
+            "memory": {k: v for k, v in memory.items() if k not in ("id", "type_source", "entity_tags", "content_hash")},
+            "relation_type": best["type"],
+            "strength": best["strength"],
+            "depth": best["hops"],
+            "direction": "outgoing" if best["outgoing"] else "incoming",
+            "via": best["via"],
+            "updated_at": best["updated_at"],
+        })
+    return results

@@ -1,0 +1,129 @@
+"""PRECEDED_BY chains: each memory points at the previous memory of each of its scopes.
+
+Finding "the memory just before this one in scope S" in the graph costs a scan of S (FalkorDB
+picks one index per pattern, and a long Slack channel has 100k members). So each scope keeps
+an ordered index beside the graph: a Redis sorted set on the broker, score = timestamp,
+member = memory id (equal timestamps order by id, as Redis orders equal scores). It is derived
+data: a scope whose set is missing is rebuilt from the graph before it is used.
+
+Memories may arrive out of order (imports, retries), so inserting M between P and N links
+M→P and N→M and drops N's old edge to P. Work on one scope is serialised by a short Redis
+lock, so two workers inserting neighbours cannot leave a stale edge behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import redis
+
+from pipeline.graph import GraphStore
+
+_KEY_PREFIX = "mempipe:scope:"
+_LOCK_PREFIX = "mempipe:lock:scope:"
+_CANDIDATES = 5  # neighbours fetched per side, in case some were deleted since
+
+# Neighbours of ARGV[1] in KEYS[1]: up to ARGV[2] before (nearest last) and after (nearest first).
+_NEIGHBOURS = """
+local rank = redis.call('zrank', KEYS[1], ARGV[1])
+if not rank then return {{}, {}} end
+local n = tonumber(ARGV[2])
+local before = {}
+if rank > 0 then before = redis.call('zrange', KEYS[1], math.max(0, rank - n), rank - 1) end
+local after = redis.call('zrange', KEYS[1], rank + 1, rank + n)
+return {before, after}
+"""
+
+_LINK = (
+    "UNWIND $rows AS row "
+    "MATCH (m:Memory {id: row.id}) "
+    "OPTIONAL MATCH (p:Memory {id: row.prev}) "
+    "OPTIONAL MATCH (n:Memory {id: row.next}) "
+    "FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | "
+    "  MERGE (m)-[r:PRECEDED_BY {scope: row.scope}]->(p) "
+    "  ON CREATE SET r.created_at = $at, r.strength = 1.0 "
+    "  SET r.updated_at = $at, r.updated_epoch = $epoch) "
+    "FOREACH (_ IN CASE WHEN n IS NULL THEN [] ELSE [1] END | "
+    "  MERGE (n)-[r:PRECEDED_BY {scope: row.scope}]->(m) "
+    "  ON CREATE SET r.created_at = $at, r.strength = 1.0 "
+    "  SET r.updated_at = $at, r.updated_epoch = $epoch) "
+    "WITH m, p, n, row "
+    # Each of m and n has exactly one predecessor per scope: drop any other.
+    "OPTIONAL MATCH (m)-[stale:PRECEDED_BY {scope: row.scope}]->(o:Memory) WHERE p IS NULL OR o <> p "
+    "DELETE stale "
+    "WITH DISTINCT m, n, row "
+    "OPTIONAL MATCH (n)-[stale2:PRECEDED_BY {scope: row.scope}]->(o2:Memory) WHERE o2 <> m "
+    "DELETE stale2 "
+    "RETURN count(DISTINCT m)"
+)
+
+
+@dataclass(frozen=True)
+class Placed:
+    memory_id: str
+    scope: str
+    timestamp_epoch: float
+
+
+def _key(scope: str) -> str:
+    # Tags are free text: hash them into a bounded, safe key.
+    return _KEY_PREFIX + hashlib.blake2b(scope.encode(), digest_size=16).hexdigest()
+
+
+class SequenceLinker:
+    def __init__(self, redis_client: redis.Redis, graph: GraphStore, lock_timeout_s: float = 30.0):
+        self._redis = redis_client
+        self._graph = graph
+        self._neighbours = redis_client.register_script(_NEIGHBOURS)
+        self._lock_timeout_s = lock_timeout_s
+
+    def _ensure_index(self, scope: str, key: str) -> None:
+        if self._redis.exists(key):
+            return
+        rows = self._graph.run_read(
+            "MATCH (m:Memory) WHERE $scope IN m.tags RETURN m.id, m.timestamp_epoch", {"scope": scope}
+        )
+        members = {row[0]: float(row[1] or 0.0) for row in rows}
+        if members:
+            self._redis.zadd(key, members)
+
+    def link(self, placed: list[Placed], at: str, epoch: float) -> int:
+        """Insert memories into their scopes' chains; returns the edges' rows written."""
+        by_scope: dict[str, list[Placed]] = {}
+        for item in placed:
+            by_scope.setdefault(item.scope, []).append(item)
+        written = 0
+        for scope, items in sorted(by_scope.items()):
+            key = _key(scope)
+            with self._redis.lock(_LOCK_PREFIX + key[len(_KEY_PREFIX):], timeout=self._lock_timeout_s,
+                                  blocking_timeout=self._lock_timeout_s):
+                self._ensure_index(scope, key)
+                self._redis.zadd(key, {i.memory_id: i.timestamp_epoch for i in items})
+                written += self._link_scope(scope, key, items, at, epoch)
+        return written
+
+    def _link_scope(self, scope: str, key: str, items: list[Placed], at: str, epoch: float) -> int:
+        pipe = self._redis.pipeline(transaction=False)
+        for item in items:
+            self._neighbours(keys=[key], args=[item.memory_id, _CANDIDATES], client=pipe)
+        neighbours = pipe.execute()
+        candidates = {m.decode() for before, after in neighbours for m in before + after}
+        alive = _existing(self._graph, sorted(candidates))
+        gone = candidates - alive
+        if gone:  # deleted since they were indexed
+            self._redis.zrem(key, *gone)
+        rows = []
+        for item, (before, after) in zip(items, neighbours):
+            prev = next((m.decode() for m in reversed(before) if m.decode() in alive), None)
+            nxt = next((m.decode() for m in after if m.decode() in alive), None)
+            rows.append({"id": item.memory_id, "scope": scope, "prev": prev, "next": nxt})
+        self._graph.run_write(_LINK, {"rows": rows, "at": at, "epoch": epoch})
+        return len(rows)
+
+
+def _existing(graph: GraphStore, memory_ids: list[str]) -> set[str]:
+    if not memory_ids:
+        return set()
+    rows = graph.run_read("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id", {"ids": memory_ids})
+    return {row[0] for row in rows}
