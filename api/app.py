@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.responses import ORJSONResponse
 
 from api.errors import install_error_handlers
-from api.routes import health, memory, recall
+from api.routes import browse, health, memory, recall
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath
 from pipeline.broker import ALL_QUEUES, VECTORS_QUEUE
@@ -108,6 +108,7 @@ def create_app(
             vectors=lambda: svc.vectors,
             embedder=lambda: svc.embedder,
             on_access=lambda ids: writes.record_access(ids, datetime.now(timezone.utc).isoformat()),
+            dimensions=lambda: svc.vector_size,
         )
         worker = None
         if queues:
@@ -136,6 +137,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(browse.router)  # before memory: /memory/by-tag is not /memory/{id}
     app.include_router(memory.router)
     app.include_router(recall.router)
     return app
