@@ -83,6 +83,23 @@ def memory_from_node(props: dict[str, Any]) -> dict[str, Any]:
     return memory
 
 
+# What recall reads of a memory node, as one list per row. Projecting named properties costs
+# about half of returning the node itself (measured: 46 rows, 3.8 ms vs 6.0 ms).
+MEMORY_COLUMNS = (
+    "id", "content", "tags", "tag_prefixes", "importance", "confidence", "type", "timestamp", "updated_at",
+    "t_valid", "t_invalid", "metadata_json", "archived", "last_accessed", "relevance_score",
+)
+
+
+def memory_projection(var: str) -> str:
+    """A Cypher list expression of ``MEMORY_COLUMNS`` for node variable ``var`` (a fixed name)."""
+    return "[" + ", ".join(f"{var}.{column}" for column in MEMORY_COLUMNS) + "]"
+
+
+def memory_from_row(values: list[Any]) -> dict[str, Any]:
+    return memory_from_node({c: v for c, v in zip(MEMORY_COLUMNS, values) if v is not None})
+
+
 @dataclass(frozen=True)
 class TagFilter:
     """Tag scope of a query, as the spec defines it (prefix match via tag_prefixes)."""
@@ -248,14 +265,16 @@ class GraphStore:
         cypher = (
             "CALL db.idx.fulltext.queryNodes('Memory', $text) YIELD node AS m, score "
             f"WHERE {where} "
-            "RETURN m, score ORDER BY score DESC, m.importance DESC, m.timestamp_epoch DESC LIMIT $limit"
+            f"RETURN {memory_projection('m')}, score ORDER BY score DESC, m.importance DESC, m.timestamp_epoch DESC "
+            "LIMIT $limit"
         )
         column = {"content": "content", "metadata_text": "metadata_text"}[field]
         params |= {"text": f"@{column}:(" + "|".join(terms) + ")", "limit": limit}
-        return [(memory_from_node(row[0].properties), float(row[1])) for row in self._read(cypher, params)]
+        return [(memory_from_row(row[0]), float(row[1])) for row in self._read(cypher, params)]
 
     def trending(self, scope: Scope, limit: int, order: str = "importance") -> list[dict[str, Any]]:
         """No query: the memories in scope, most important (or newest/oldest) first."""
         where, params = _scope_predicate(scope)
-        cypher = f"MATCH (m:Memory) WHERE {where} RETURN m ORDER BY {TRENDING_ORDERS[order]} LIMIT $limit"
-        return [memory_from_node(row[0].properties) for row in self._read(cypher, params | {"limit": limit})]
+        cypher = (f"MATCH (m:Memory) WHERE {where} RETURN {memory_projection('m')} "
+                  f"ORDER BY {TRENDING_ORDERS[order]} LIMIT $limit")
+        return [memory_from_row(row[0]) for row in self._read(cypher, params | {"limit": limit})]

@@ -20,8 +20,12 @@ from pipeline.graph import Scope, node_properties
 from pipeline.records import point_id_for
 
 # Payload fields recall filters on, and the index each gets.
-KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type")
+KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type", "lifecycle")
 FLOAT_INDEXES = ("timestamp_epoch", "importance")
+# Every search excludes archived points. A keyword ``lifecycle`` field carries that state: a
+# keyword must_not is served from its index (~0.7 ms at 5k points), where the same check on
+# a bool index measured 24-37 ms.
+ARCHIVED = "archived"
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ def _build_filter(scope: Scope, *, field, one, any_of, range_, combine):
         must_not.append(field("tag_prefixes", any_of(scope.excluded_lowered)))
     if scope.excluded_types:
         must_not.append(field("type", any_of(sorted(scope.excluded_types))))
-    must_not.append(field("archived", one(True)))
+    must_not.append(field("lifecycle", one(ARCHIVED)))
     return combine(must, must_not)
 
 
@@ -278,4 +282,5 @@ def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
     props["metadata"] = memory.get("metadata") or {}
     props["tags_lower"] = [t.lower() for t in memory.get("tags") or []]
     props["archived"] = bool(memory.get("archived", False))
+    props["lifecycle"] = ARCHIVED if props["archived"] else "active"
     return props

@@ -253,7 +253,7 @@ class RecallEngine:
 
     def _hydrate(self, ids: list[str], per_seed: int):
         try:
-            return neighbours(self._sources.graph, ids, per_seed=per_seed)
+            return neighbours(self._sources.graph, ids, per_seed=per_seed, with_memories=False)
         except Exception as exc:
             log.warning("relations not hydrated, graph unavailable: %s", exc)
             return {}

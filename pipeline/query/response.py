@@ -8,7 +8,7 @@ from typing import Any
 from pipeline.query.candidates import Candidate
 
 # Payload/node fields that are storage bookkeeping, not part of the memory a client sees.
-_INTERNAL_FIELDS = ("id", "memory_id", "tags_lower", "timestamp_epoch", "updated_epoch", "type_source", "metadata_text",
+_INTERNAL_FIELDS = ("id", "memory_id", "tags_lower", "lifecycle", "timestamp_epoch", "updated_epoch", "type_source", "metadata_text",
                     "metadata_json")
 
 
