@@ -19,6 +19,32 @@ from pipeline.services import Services
 
 router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 
+# Parsing is done by hand (lists as repeats or comma lists, booleans in several spellings,
+# errors in the AutoMem envelope); these entries only describe the parameters in OpenAPI.
+_STRING, _BOOL, _INT, _NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
+_LIST = {"type": "array", "items": {"type": "string"}}
+_PARAMETERS = {
+    "query": _STRING, "queries": _LIST, "embedding": _STRING, "limit": {"type": "integer", "minimum": 1},
+    "per_query_limit": {"type": "integer", "minimum": 1, "maximum": 50}, "auto_decompose": _BOOL,
+    "offset": {"type": "integer", "minimum": 0, "maximum": 0},
+    "tags": _LIST, "exclude_tags": _LIST, "tag_mode": {"type": "string", "enum": ["any", "all"]},
+    "tag_match": {"type": "string", "enum": ["prefix", "exact"]}, "time_query": _STRING,
+    "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"},
+    "sort": {"type": "string", "enum": list(SORTS)}, "order_by": {"type": "string", "enum": list(SORTS)},
+    "state_mode": {"type": "string", "enum": list(STATE_MODES)}, "current_only": _BOOL, "state_debug": _BOOL,
+    "recency_bias": {"type": "string", "enum": list(RECENCY_BIAS_MODES)}, "scope_fallback": _BOOL,
+    "min_score": {"type": "number", "minimum": 0}, "adaptive_floor": _BOOL,
+    "expand_relations": _BOOL, "expand_entities": _BOOL,
+    "relation_limit": {"type": "integer", "minimum": 1, "maximum": 200},
+    "expansion_limit": {"type": "integer", "minimum": 1, "maximum": 500},
+    "expand_min_importance": {"type": "number", "minimum": 0, "maximum": 1},
+    "expand_min_strength": {"type": "number", "minimum": 0, "maximum": 1}, "expand_respect_tags": _BOOL,
+    "context": _STRING, "language": _STRING, "active_path": _STRING, "context_tags": _LIST,
+    "context_types": _LIST, "priority_ids": _LIST,
+}
+_OPENAPI = {"parameters": [{"name": name, "in": "query", "required": False, "schema": schema}
+                           for name, schema in _PARAMETERS.items()]}
+
 
 def _state_mode(request: Request) -> str:
     """state_mode is validated first; a legacy current_only, when given, then wins."""
@@ -86,7 +112,8 @@ def parse_recall(request: Request, services: Services) -> RecallRequest:
     )
 
 
-@router.get("/recall", summary="Hybrid recall: vector + keyword candidates, scored as AutoMem scores them")
+@router.get("/recall", summary="Hybrid recall: vector + keyword candidates, scored as AutoMem scores them",
+            openapi_extra=_OPENAPI)
 def recall(
     request: Request,
     services: Annotated[Services, Depends(get_services)],
