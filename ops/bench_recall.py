@@ -180,6 +180,8 @@ def main() -> None:
                 results[size] = measure(stack, records, embedder, rng, args.queries)
             finally:
                 stack.stop()
+            print_table({size: results[size]})  # as it goes: the larger size takes minutes to build
+            print(flush=True)
     finally:
         stack.stop()
         servers.stop()
