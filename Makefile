@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-unit bench install clean
+.PHONY: run test test-unit bench bench-recall install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ test-unit: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m ops.bench_latency
 	$(PY) -m ops.bench_ingest
+
+bench-recall: $(STAMP)
+	$(PY) -m ops.bench_recall
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -21,7 +21,7 @@ from fastapi.responses import ORJSONResponse
 from api.errors import install_error_handlers
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
-from api.routes import admin, batch, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
+from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
@@ -119,6 +119,7 @@ def create_app(
             vectors=lambda: svc.vectors,
             embedder=lambda: svc.embedder,
             on_access=lambda ids: writes.record_access(ids, datetime.now(timezone.utc).isoformat()),
+            dimensions=lambda: svc.vector_size,
         )
         workers = []
         if queues:
@@ -154,7 +155,8 @@ def create_app(
     install_observability(app, settings)
     app.include_router(health.router)
     app.include_router(batch.router)  # before memory: /memory/batch is not a memory id
-    app.include_router(by_tag.router)  # before memory: /memory/by-tag must not match /memory/{memory_id}
+    app.include_router(browse.router)  # before memory: GET /memory/by-tag is not /memory/{id}
+    app.include_router(by_tag.router)  # DELETE /memory/by-tag, likewise before memory
     app.include_router(memory.router)
     app.include_router(recall.router)
     app.include_router(ingest.router)

@@ -36,6 +36,17 @@ class ScoringWeights(BaseModel, frozen=True):
     temporal: float = 0.10
 
 
+class ContextBonuses(BaseModel, frozen=True):
+    """Unweighted context bonuses added to final_score (see spec: Context Hint Parameters)."""
+
+    tag: float = 0.2
+    type: float = 0.2
+    language: float = 0.15
+    language_style: float = 0.1
+    context: float = 0.1
+    priority: float = 0.9
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
 
@@ -100,6 +111,24 @@ class Settings(BaseSettings):
     recall_vector_overfetch: int = Field(4, ge=1, description="Vector candidates fetched per requested result.")
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
     recall_excluded_types: str = Field("MetaPattern", description="Memory types never returned by recall (comma list).")
+    recall_keyword_search: Literal["fill", "always"] = Field("fill", description="fill: full-text search only fills slots vector search left open (the spec's sequential search); always: run it on every text query.")
+    recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
+    recall_metadata_min_match: float = Field(0.5, ge=0, le=1, description="Share of query keywords the metadata must contain for the sidecar to admit a memory.")
+    recall_relation_limit: int = Field(5, ge=1, le=200, description="Default relations followed per seed (relation_limit).")
+    recall_expansion_limit: int = Field(25, ge=1, le=500, description="Default cap on expanded memories (expansion_limit).")
+    recall_entity_search_limit: int = Field(5, ge=1, le=20, description="Entities searched by expand_entities (up to this many, each up to 5 memories).")
+    recall_min_score: float = Field(0.0, ge=0, description="Default min_score: results below this final score are dropped (0 = off).")
+    recall_adaptive_floor: bool = Field(True, description="Default adaptive_floor: drop weak outliers relative to the best result.")
+    recall_adaptive_floor_ratio: float = Field(0.3, ge=0, le=1, description="Adaptive floor = best final_score × this ratio (text queries only).")
+    recall_relevance_gate: float = Field(0.0, ge=0, le=1, description="In tag-scoped text recall, ramp importance/confidence/recency/tag down for results whose evidence is below this (0 = off).")
+    recall_recency_bias: Literal["off", "on", "auto"] = Field("off", description="Default recency_bias re-rank mode.")
+    recall_context_tag_bonus: float = Field(0.2, description="Context bonus when a memory carries a context_tags tag.")
+    recall_context_type_bonus: float = Field(0.2, description="Context bonus when a memory's type is in context_types.")
+    recall_context_language_bonus: float = Field(0.15, description="Context bonus when a memory matches the language (or active_path's language).")
+    recall_context_style_bonus: float = Field(0.1, description="Extra bonus for a Style memory matching the language.")
+    recall_context_label_bonus: float = Field(0.1, description="Context bonus when the context label names a memory's tag or type.")
+    recall_priority_bonus: float = Field(0.9, description="Context bonus for a memory listed in priority_ids.")
+    recall_entity_expansion_score: float = Field(0.15, ge=0, description="Score (entity_expansion component) of an entity-expanded result.")
     search_recency_window_days: float = Field(180.0, gt=0, description="Recency window (linear) or half-life (exp), in days.")
     search_recency_curve: Literal["linear", "exp"] = Field("linear", description="Recency decay curve.")
     search_weight_vector: float = Field(0.35, description="Weight of vector similarity.")
@@ -215,6 +244,17 @@ class Settings(BaseSettings):
     def scoring_weights(self) -> ScoringWeights:
         return ScoringWeights(
             **{name: getattr(self, f"search_weight_{name}") for name in ScoringWeights.model_fields}
+        )
+
+    @property
+    def context_bonuses(self) -> ContextBonuses:
+        return ContextBonuses(
+            tag=self.recall_context_tag_bonus,
+            type=self.recall_context_type_bonus,
+            language=self.recall_context_language_bonus,
+            language_style=self.recall_context_style_bonus,
+            context=self.recall_context_label_bonus,
+            priority=self.recall_priority_bonus,
         )
 
     @property

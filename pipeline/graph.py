@@ -40,6 +40,7 @@ def node_properties(fields: dict[str, Any]) -> dict[str, Any]:
         props["tag_prefixes"] = tag_prefixes(fields["tags"])
     if "metadata" in fields:
         props["metadata_json"] = orjson.dumps(fields["metadata"] or {}).decode()
+        props["metadata_text"] = metadata_search_text(fields["metadata"] or {})
     if "timestamp" in fields:
         props["timestamp_epoch"] = _epoch(fields["timestamp"])
     if "updated_at" in fields:
@@ -47,11 +48,60 @@ def node_properties(fields: dict[str, Any]) -> dict[str, Any]:
     return props
 
 
+# Metadata values longer than this are prose, not identifiers: the sidecar does not index them.
+_METADATA_VALUE_MAX_CHARS = 120
+_METADATA_TEXT_MAX_CHARS = 2000
+
+
+def metadata_search_text(metadata: dict[str, Any]) -> str:
+    """The short string values of metadata (two levels deep), one per line.
+
+    This is what the metadata sidecar's full-text index sees: identifier-like values such as
+    a project, a speaker, a file or an entity name — never long prose, which the content
+    index already covers.
+    """
+    values: list[str] = []
+
+    def visit(value: Any, depth: int) -> None:
+        if isinstance(value, str):
+            if 0 < len(value) <= _METADATA_VALUE_MAX_CHARS:
+                values.append(value)
+        elif isinstance(value, list) and depth <= 2:
+            for item in value:
+                visit(item, depth + 1)
+        elif isinstance(value, dict) and depth <= 1:
+            for item in value.values():
+                visit(item, depth + 1)
+
+    visit(metadata, 0)
+    return "\n".join(dict.fromkeys(values))[:_METADATA_TEXT_MAX_CHARS]
+
+
+_STORAGE_ONLY = ("metadata_json", "metadata_text", "timestamp_epoch", "updated_epoch")
+
+
 def memory_from_node(props: dict[str, Any]) -> dict[str, Any]:
     """Node properties → the memory object the API returns."""
-    memory = {k: v for k, v in props.items() if k not in ("metadata_json", "timestamp_epoch", "updated_epoch")}
+    memory = {k: v for k, v in props.items() if k not in _STORAGE_ONLY}
     memory["metadata"] = orjson.loads(props["metadata_json"]) if props.get("metadata_json") else {}
     return memory
+
+
+# What recall reads of a memory node, as one list per row. Projecting named properties costs
+# about half of returning the node itself (measured: 46 rows, 3.8 ms vs 6.0 ms).
+MEMORY_COLUMNS = (
+    "id", "content", "tags", "tag_prefixes", "importance", "confidence", "type", "timestamp", "updated_at",
+    "t_valid", "t_invalid", "metadata_json", "archived", "last_accessed", "relevance_score",
+)
+
+
+def memory_projection(var: str) -> str:
+    """A Cypher list expression of ``MEMORY_COLUMNS`` for node variable ``var`` (a fixed name)."""
+    return "[" + ", ".join(f"{var}.{column}" for column in MEMORY_COLUMNS) + "]"
+
+
+def memory_from_row(values: list[Any]) -> dict[str, Any]:
+    return memory_from_node({c: v for c, v in zip(MEMORY_COLUMNS, values) if v is not None})
 
 
 @dataclass(frozen=True)
@@ -71,13 +121,60 @@ class TagFilter:
         return [t.lower() for t in self.tags]
 
 
-def _tag_predicate(tag_filter: TagFilter) -> str:
-    """A WHERE fragment over node ``m``; the values always come from ``$scope_tags``."""
-    if not tag_filter.active:
-        return "true"
+@dataclass(frozen=True)
+class Scope:
+    """The hard filters a candidate search applies inside the store (graph or vectors).
+
+    ``exclude_tags`` are matched against ``tag_prefixes``, so excluding ``temp`` removes
+    ``temp`` and ``temp:draft`` alike (exact and prefix at once, as the spec asks).
+    """
+
+    tags: TagFilter = TagFilter()
+    exclude_tags: tuple[str, ...] = ()
+    start_epoch: float | None = None
+    end_epoch: float | None = None
+    excluded_types: frozenset[str] = frozenset()
+
+    @property
+    def excluded_lowered(self) -> list[str]:
+        return [t.lower() for t in self.exclude_tags]
+
+    def without_tags(self) -> "Scope":
+        return Scope(TagFilter(), self.exclude_tags, self.start_epoch, self.end_epoch, self.excluded_types)
+
+
+def tag_predicate(tag_filter: TagFilter) -> str:
+    """A WHERE fragment over node ``m`` for a tag scope; the tags travel as ``$scope_tags``."""
     field = "m.tag_prefixes" if tag_filter.match == "prefix" else "[t IN m.tags | toLower(t)]"
     quantifier = "all" if tag_filter.mode == "all" else "any"
     return f"{quantifier}(s IN $scope_tags WHERE s IN {field})"
+
+
+def _scope_predicate(scope: Scope) -> tuple[str, dict[str, Any]]:
+    """A WHERE fragment over node ``m`` and its parameters; values only ever travel as parameters."""
+    clauses = ["NOT coalesce(m.type, '') IN $excluded_types", "NOT coalesce(m.archived, false)"]
+    params: dict[str, Any] = {"excluded_types": sorted(scope.excluded_types)}
+    if scope.tags.active:
+        clauses.append(tag_predicate(scope.tags))
+        params["scope_tags"] = scope.tags.lowered
+    if scope.exclude_tags:
+        clauses.append("NOT any(x IN $exclude_tags WHERE x IN coalesce(m.tag_prefixes, []))")
+        params["exclude_tags"] = scope.excluded_lowered
+    if scope.start_epoch is not None:
+        clauses.append("m.timestamp_epoch >= $start_epoch")
+        params["start_epoch"] = scope.start_epoch
+    if scope.end_epoch is not None:
+        clauses.append("m.timestamp_epoch <= $end_epoch")
+        params["end_epoch"] = scope.end_epoch
+    return " AND ".join(clauses), params
+
+
+# Orderings trending may use; the key picks a fixed Cypher fragment, never user text.
+TRENDING_ORDERS = {
+    "importance": "m.importance DESC, m.timestamp_epoch DESC",
+    "time_desc": "coalesce(m.updated_epoch, m.timestamp_epoch) DESC",
+    "time_asc": "coalesce(m.updated_epoch, m.timestamp_epoch) ASC",
+}
 
 
 class GraphStore:
@@ -118,12 +215,12 @@ class GraphStore:
         return bool(self._client.connection.ping())
 
     def ensure_schema(self) -> None:
-        """Range indexes on id and timestamps, a full-text index on content. Idempotent."""
+        """Range indexes on id and timestamps, a full-text index on content and metadata. Idempotent."""
         statements = (
             "CREATE INDEX FOR (m:Memory) ON (m.id)",
             "CREATE INDEX FOR (m:Memory) ON (m.timestamp_epoch)",
             "CREATE INDEX FOR (m:Memory) ON (m.updated_epoch)",
-            "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
+            "CALL db.idx.fulltext.createNodeIndex('Memory', 'content', 'metadata_text')",
             *thread_schema,
             # Enrichment: exact-duplicate groups, and scope members (an array index serves `x IN m.tags`).
             "CREATE INDEX FOR (m:Memory) ON (m.content_hash)",
@@ -188,32 +285,31 @@ class GraphStore:
         )
         return int(rows[0][0])
 
-    def keyword_search(
-        self, terms: list[str], tag_filter: TagFilter, excluded_types: Iterable[str], limit: int
-    ) -> list[tuple[dict[str, Any], float]]:
-        """Full-text candidates (stemmed, BM25-style score) inside the tag scope."""
+    def read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """A read-only query for the recall modules; callers pass values only as parameters."""
+        return self._read(cypher, params)
+
+    def keyword_search(self, terms: list[str], scope: Scope, limit: int, field: str = "content") -> list[tuple[dict[str, Any], float]]:
+        """Full-text candidates (stemmed, BM25-style score) inside the scope.
+
+        ``field`` is ``content`` (keyword search) or ``metadata_text`` (the metadata sidecar).
+        """
         if not terms:
             return []
+        where, params = _scope_predicate(scope)
         cypher = (
             "CALL db.idx.fulltext.queryNodes('Memory', $text) YIELD node AS m, score "
-            f"WHERE {_tag_predicate(tag_filter)} AND NOT coalesce(m.type, '') IN $excluded "
-            "AND NOT coalesce(m.archived, false) "
-            "RETURN m, score ORDER BY score DESC, m.importance DESC, m.timestamp_epoch DESC LIMIT $limit"
+            f"WHERE {where} "
+            f"RETURN {memory_projection('m')}, score ORDER BY score DESC, m.importance DESC, m.timestamp_epoch DESC "
+            "LIMIT $limit"
         )
-        params = {
-            "text": "|".join(terms),
-            "scope_tags": tag_filter.lowered,
-            "excluded": list(excluded_types),
-            "limit": limit,
-        }
-        return [(memory_from_node(row[0].properties), float(row[1])) for row in self._read(cypher, params)]
+        column = {"content": "content", "metadata_text": "metadata_text"}[field]
+        params |= {"text": f"@{column}:(" + "|".join(terms) + ")", "limit": limit}
+        return [(memory_from_row(row[0]), float(row[1])) for row in self._read(cypher, params)]
 
-    def trending(self, tag_filter: TagFilter, excluded_types: Iterable[str], limit: int) -> list[dict[str, Any]]:
-        """No query: the most important memories in scope, newest first among equals."""
-        cypher = (
-            f"MATCH (m:Memory) WHERE {_tag_predicate(tag_filter)} AND NOT coalesce(m.type, '') IN $excluded "
-            "AND NOT coalesce(m.archived, false) "
-            "RETURN m ORDER BY m.importance DESC, m.timestamp_epoch DESC LIMIT $limit"
-        )
-        params = {"scope_tags": tag_filter.lowered, "excluded": list(excluded_types), "limit": limit}
-        return [memory_from_node(row[0].properties) for row in self._read(cypher, params)]
+    def trending(self, scope: Scope, limit: int, order: str = "importance") -> list[dict[str, Any]]:
+        """No query: the memories in scope, most important (or newest/oldest) first."""
+        where, params = _scope_predicate(scope)
+        cypher = (f"MATCH (m:Memory) WHERE {where} RETURN {memory_projection('m')} "
+                  f"ORDER BY {TRENDING_ORDERS[order]} LIMIT $limit")
+        return [memory_from_row(row[0]) for row in self._read(cypher, params | {"limit": limit})]

@@ -17,12 +17,16 @@ from typing import Any, Protocol
 
 from pipeline.config import Settings
 from pipeline.errors import VectorSizeMismatch
-from pipeline.graph import TagFilter, node_properties
+from pipeline.graph import Scope, node_properties
 from pipeline.records import point_id_for
 
 # Payload fields recall filters on, and the index each gets.
-KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type")
+KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type", "lifecycle")
 FLOAT_INDEXES = ("timestamp_epoch", "importance")
+# Every search excludes archived points. A keyword ``lifecycle`` field carries that state: a
+# keyword must_not is served from its index (~0.7 ms at 5k points), where the same check on
+# a bool index measured 24-37 ms.
+ARCHIVED = "archived"
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,7 @@ class VectorRecord:
 class VectorQuery:
     vector: list[float]
     limit: int
-    tag_filter: TagFilter = field(default_factory=TagFilter)
-    excluded_types: frozenset[str] = frozenset()
+    scope: Scope = field(default_factory=Scope)
 
 
 class VectorStore(Protocol):
@@ -86,6 +89,26 @@ def _mismatch(found: Any, wanted: int) -> VectorSizeMismatch:
 def _record(raw_id: Any, payload: dict[str, Any] | None, vector: Any) -> VectorRecord:
     payload = payload or {}
     return VectorRecord(payload.get("memory_id") or str(raw_id), payload, list(vector) if vector is not None else None)
+
+
+def _build_filter(scope: Scope, *, field, one, any_of, range_, combine):
+    """One filter, two client libraries: the builders passed in make each backend's objects."""
+    must, must_not = [], []
+    tf = scope.tags
+    if tf.active:
+        key = "tag_prefixes" if tf.match == "prefix" else "tags_lower"
+        if tf.mode == "all":
+            must += [field(key, one(t)) for t in tf.lowered]
+        else:
+            must.append(field(key, any_of(tf.lowered)))
+    if scope.start_epoch is not None or scope.end_epoch is not None:
+        must.append(range_("timestamp_epoch", scope.start_epoch, scope.end_epoch))
+    if scope.exclude_tags:
+        must_not.append(field("tag_prefixes", any_of(scope.excluded_lowered)))
+    if scope.excluded_types:
+        must_not.append(field("type", any_of(sorted(scope.excluded_types))))
+    must_not.append(field("lifecycle", one(ARCHIVED)))
+    return combine(must, must_not)
 
 
 class EdgeVectorStore:
@@ -128,22 +151,14 @@ class EdgeVectorStore:
 
     def _filter(self, query: VectorQuery):
         qe = self._qe
-        must, must_not = [], []
-        tf = query.tag_filter
-        if tf.active:
-            key = "tag_prefixes" if tf.match == "prefix" else "tags_lower"
-            if tf.mode == "all":
-                must += [qe.FieldCondition(key=key, match=qe.MatchValue(t)) for t in tf.lowered]
-            else:
-                must.append(qe.FieldCondition(key=key, match=qe.MatchAny(tf.lowered)))
-        if query.excluded_types:
-            must_not.append(qe.FieldCondition(key="type", match=qe.MatchAny(sorted(query.excluded_types))))
-        must_not.append(qe.FieldCondition(key="archived", match=qe.MatchValue(True)))
-        # qdrant-edge-py 0.9 turns MatchValue(True) into the integer 1, which never matches a
-        # boolean payload, so the condition above excludes nothing; archived points also carry
-        # ``archived_at`` (see vector_payload), and only points without it pass.
-        must.append(qe.IsEmptyCondition("archived_at"))
-        return qe.Filter(must=must or None, must_not=must_not or None)
+        return _build_filter(
+            query.scope,
+            field=lambda key, match: qe.FieldCondition(key=key, match=match),
+            one=qe.MatchValue,
+            any_of=qe.MatchAny,
+            range_=lambda key, gte, lte: qe.FieldCondition(key=key, range=qe.RangeFloat(gte=gte, lte=lte)),
+            combine=lambda must, must_not: qe.Filter(must=must or None, must_not=must_not or None),
+        )
 
     def upsert(self, points: list[VectorPoint]) -> None:
         qe = self._qe
@@ -267,18 +282,14 @@ class QdrantServerVectorStore:
 
     def _filter(self, query: VectorQuery):
         m = self._models
-        must, must_not = [], []
-        tf = query.tag_filter
-        if tf.active:
-            key = "tag_prefixes" if tf.match == "prefix" else "tags_lower"
-            if tf.mode == "all":
-                must += [m.FieldCondition(key=key, match=m.MatchValue(value=t)) for t in tf.lowered]
-            else:
-                must.append(m.FieldCondition(key=key, match=m.MatchAny(any=tf.lowered)))
-        if query.excluded_types:
-            must_not.append(m.FieldCondition(key="type", match=m.MatchAny(any=sorted(query.excluded_types))))
-        must_not.append(m.FieldCondition(key="archived", match=m.MatchValue(value=True)))
-        return m.Filter(must=must or None, must_not=must_not or None)
+        return _build_filter(
+            query.scope,
+            field=lambda key, match: m.FieldCondition(key=key, match=match),
+            one=lambda value: m.MatchValue(value=value),
+            any_of=lambda values: m.MatchAny(any=values),
+            range_=lambda key, gte, lte: m.FieldCondition(key=key, range=m.Range(gte=gte, lte=lte)),
+            combine=lambda must, must_not: m.Filter(must=must or None, must_not=must_not or None),
+        )
 
     def upsert(self, points: list[VectorPoint]) -> None:
         structs = [
@@ -359,6 +370,7 @@ def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
     """What a point carries besides its vector: what recall filters and scores on."""
     props = node_properties(memory)
     props.pop("metadata_json", None)
+    props.pop("metadata_text", None)
     props["memory_id"] = memory["id"]
     props["metadata"] = memory.get("metadata") or {}
     props["tags_lower"] = [t.lower() for t in memory.get("tags") or []]
@@ -367,4 +379,5 @@ def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
         props["archived_at"] = memory.get("archived_at") or "archived"
     if memory.get("relevance_score") is not None:  # set by the decay cycle; recall's relevance component
         props["relevance_score"] = float(memory["relevance_score"])
+    props["lifecycle"] = ARCHIVED if props["archived"] else "active"
     return props

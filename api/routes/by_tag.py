@@ -43,31 +43,6 @@ def _graph_call(fn, *args):
         raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
 
 
-@router.get("/memory/by-tag", summary="Memories carrying the given tags, newest first")
-def memories_by_tag(
-    services: Annotated[Services, Depends(get_services)],
-    tags: TagsParam = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    tag_mode: ModeParam = "any",
-    tag_match: MatchParam = "exact",
-):
-    tag_filter = _tag_filter(tags, tag_mode, tag_match)
-    total, memories = _graph_call(graph_ops.memories_by_tag, services.graph, tag_filter, limit, offset)
-    return ORJSONResponse(
-        {
-            "status": "success",
-            "tags": list(tag_filter.tags),
-            "count": len(memories),
-            "total": total,
-            "limit": limit,
-            "offset": offset,
-            "has_more": offset + len(memories) < total,
-            "memories": memories,
-        }
-    )
-
-
 @router.delete("/memory/by-tag", summary="Delete every memory carrying the given tags")
 async def delete_by_tag(
     services: Annotated[Services, Depends(get_services)],

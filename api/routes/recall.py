@@ -2,89 +2,121 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
-import orjson
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import ORJSONResponse
 
 from api.auth import ApiAuth
 from api.deps import get_engine, get_services
+from api.params import (bool_param, choice, embedding_param, float_param, int_param, list_param, raw,
+                        timestamp_param)
 from pipeline.errors import ValidationError
 from pipeline.graph import TagFilter
-from pipeline.query import RecallEngine, RecallRequest
+from pipeline.query import ContextHints, ExpansionOptions, RecallEngine, RecallRequest
+from pipeline.query.request import RECENCY_BIAS_MODES, SORTS, STATE_MODES
 from pipeline.services import Services
 
 router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 
-
-def list_param(request: Request, name: str) -> list[str]:
-    """A list given as repeated parameters, a comma list, or both."""
-    values: list[str] = []
-    for raw in request.query_params.getlist(name):
-        values += [part.strip() for part in raw.split(",") if part.strip()]
-    return list(dict.fromkeys(values))
-
-
-def _choice(request: Request, name: str, allowed: tuple[str, ...], default: str) -> str:
-    value = (request.query_params.get(name) or default).strip().lower()
-    if value not in allowed:
-        raise ValidationError(f"{name}: must be one of {', '.join(allowed)}")
-    return value
-
-
-def _limit(request: Request, default: int, maximum: int) -> int:
-    raw = request.query_params.get("limit")
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError("limit: expected an integer") from None
-    if value < 1:
-        raise ValidationError("limit: must be at least 1")
-    return min(value, maximum)  # the spec clamps rather than rejects
+# Parsing is done by hand (lists as repeats or comma lists, booleans in several spellings,
+# errors in the AutoMem envelope); these entries only describe the parameters in OpenAPI.
+_STRING, _BOOL, _INT, _NUMBER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}, {"type": "number"}
+_LIST = {"type": "array", "items": {"type": "string"}}
+_PARAMETERS = {
+    "query": _STRING, "queries": _LIST, "embedding": _STRING, "limit": {"type": "integer", "minimum": 1},
+    "per_query_limit": {"type": "integer", "minimum": 1, "maximum": 50}, "auto_decompose": _BOOL,
+    "offset": {"type": "integer", "minimum": 0, "maximum": 0},
+    "tags": _LIST, "exclude_tags": _LIST, "tag_mode": {"type": "string", "enum": ["any", "all"]},
+    "tag_match": {"type": "string", "enum": ["prefix", "exact"]}, "time_query": _STRING,
+    "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"},
+    "sort": {"type": "string", "enum": list(SORTS)}, "order_by": {"type": "string", "enum": list(SORTS)},
+    "state_mode": {"type": "string", "enum": list(STATE_MODES)}, "current_only": _BOOL, "state_debug": _BOOL,
+    "recency_bias": {"type": "string", "enum": list(RECENCY_BIAS_MODES)}, "scope_fallback": _BOOL,
+    "min_score": {"type": "number", "minimum": 0}, "adaptive_floor": _BOOL,
+    "expand_relations": _BOOL, "expand_entities": _BOOL,
+    "relation_limit": {"type": "integer", "minimum": 1, "maximum": 200},
+    "expansion_limit": {"type": "integer", "minimum": 1, "maximum": 500},
+    "expand_min_importance": {"type": "number", "minimum": 0, "maximum": 1},
+    "expand_min_strength": {"type": "number", "minimum": 0, "maximum": 1}, "expand_respect_tags": _BOOL,
+    "context": _STRING, "language": _STRING, "active_path": _STRING, "context_tags": _LIST,
+    "context_types": _LIST, "priority_ids": _LIST,
+}
+_OPENAPI = {"parameters": [{"name": name, "in": "query", "required": False, "schema": schema}
+                           for name, schema in _PARAMETERS.items()]}
 
 
-def _embedding(request: Request, size: int) -> list[float] | None:
-    raw = request.query_params.get("embedding")
-    if raw is None or not raw.strip():
-        return None
-    text = raw.strip()
-    try:
-        values = orjson.loads(text) if text.startswith("[") else [float(x) for x in text.split(",")]
-        vector = [float(x) for x in values]
-    except (ValueError, TypeError, orjson.JSONDecodeError):
-        raise ValidationError("embedding: expected comma-separated numbers or a JSON array") from None
-    if not all(math.isfinite(x) for x in vector):
-        raise ValidationError("embedding: values must be finite numbers")
-    if len(vector) != size:
-        raise ValidationError(f"embedding: has {len(vector)} dimensions, the collection uses {size}")
-    return vector
+def _state_mode(request: Request) -> str:
+    """state_mode is validated first; a legacy current_only, when given, then wins."""
+    mode = choice(request, "state_mode", STATE_MODES, "current")
+    current_only = bool_param(request, "current_only", None)
+    if current_only is not None:
+        return "current" if current_only else "history"
+    return mode
 
 
-@router.get("/recall", summary="Hybrid recall: vector + keyword candidates, scored as AutoMem scores them")
+def _sort(request: Request) -> str | None:
+    sort = choice(request, "sort", SORTS, None)
+    order_by = choice(request, "order_by", SORTS, None)
+    return sort or order_by
+
+
+def parse_recall(request: Request, services: Services) -> RecallRequest:
+    s = services.settings
+    if int_param(request, "offset", 0, 0):
+        raise ValidationError("offset: ranked recall does not paginate; raise limit instead (or use /memory/by-tag)")
+    limit = int_param(request, "limit", s.recall_default_limit, 1, s.recall_max_limit, clamp_high=True)
+    start, end = timestamp_param(request, "start"), timestamp_param(request, "end")
+    if start and end and start > end:
+        raise ValidationError("start: must not be later than end")
+    return RecallRequest(
+        query=raw(request, "query"),
+        queries=tuple(list_param(request, "queries", split_commas=False)),
+        embedding=embedding_param(request, services.vector_size),
+        limit=limit,
+        per_query_limit=int_param(request, "per_query_limit", None, 1, 50, clamp_high=True),
+        auto_decompose=bool_param(request, "auto_decompose", False),
+        tag_filter=TagFilter(
+            tags=tuple(list_param(request, "tags")),
+            mode=choice(request, "tag_mode", ("any", "all"), "any"),
+            match=choice(request, "tag_match", ("prefix", "exact"), "prefix"),
+        ),
+        exclude_tags=tuple(list_param(request, "exclude_tags")),
+        time_query=raw(request, "time_query"),
+        start=start,
+        end=end,
+        sort=_sort(request),
+        state_mode=_state_mode(request),
+        state_debug=bool_param(request, "state_debug", False),
+        recency_bias=choice(request, "recency_bias", RECENCY_BIAS_MODES, s.recall_recency_bias),
+        scope_fallback=bool_param(request, "scope_fallback", False),
+        min_score=float_param(request, "min_score", s.recall_min_score, 0.0),
+        adaptive_floor=bool_param(request, "adaptive_floor", s.recall_adaptive_floor),
+        expansion=ExpansionOptions(
+            relations=bool_param(request, "expand_relations", False),
+            entities=bool_param(request, "expand_entities", False),
+            relation_limit=int_param(request, "relation_limit", s.recall_relation_limit, 1, 200),
+            expansion_limit=int_param(request, "expansion_limit", s.recall_expansion_limit, 1, 500),
+            min_importance=float_param(request, "expand_min_importance", 0.0, 0.0, 1.0),
+            min_strength=float_param(request, "expand_min_strength", 0.0, 0.0, 1.0),
+            respect_tags=bool_param(request, "expand_respect_tags", False),
+        ),
+        context=ContextHints(
+            context=raw(request, "context"),
+            language=raw(request, "language"),
+            active_path=raw(request, "active_path"),
+            tags=tuple(list_param(request, "context_tags")),
+            types=tuple(list_param(request, "context_types")),
+            priority_ids=tuple(list_param(request, "priority_ids")),
+        ),
+    )
+
+
+@router.get("/recall", summary="Hybrid recall: vector + keyword candidates, scored as AutoMem scores them",
+            openapi_extra=_OPENAPI)
 def recall(
     request: Request,
     services: Annotated[Services, Depends(get_services)],
     engine: Annotated[RecallEngine, Depends(get_engine)],
-    query: str | None = None,
-    limit: int | None = None,
-    tags: list[str] | None = None,
-    tag_mode: str = "any",
-    tag_match: str = "prefix",
-    embedding: str | None = None,
 ):
-    settings = services.settings
-    recall_request = RecallRequest(
-        query=query,
-        embedding=_embedding(request, services.vector_size),
-        limit=_limit(request, settings.recall_default_limit, settings.recall_max_limit),
-        tag_filter=TagFilter(
-            tags=tuple(list_param(request, "tags")),
-            mode=_choice(request, "tag_mode", ("any", "all"), "any"),
-            match=_choice(request, "tag_match", ("prefix", "exact"), "prefix"),
-        ),
-    )
-    return ORJSONResponse(engine.recall(recall_request))
+    return ORJSONResponse(engine.recall(parse_recall(request, services)))

@@ -26,7 +26,7 @@ from pipeline.enrichment.sequence import Placed, SequenceLinker
 from pipeline.enrichment.stats import EnrichmentStats
 from pipeline.enrichment.store import apply_enrichment, regroup_duplicates
 from pipeline.enrichment.summaries import Summarizer
-from pipeline.graph import GraphStore
+from pipeline.graph import GraphStore, metadata_search_text
 from pipeline.records import tag_prefixes
 from pipeline.relations import BY_NAME
 
@@ -144,6 +144,7 @@ class Enricher:
             "tag_prefixes": tag_prefixes(tags),
             "entity_tags": entity_tags,
             "metadata_json": orjson.dumps(metadata).decode(),
+            "metadata_text": metadata_search_text(metadata),  # what the metadata sidecar searches
             "content_hash": content_fingerprint(content, scope_tags(user_tags, self._policy.scope_prefixes)),
             "enriched_at": at,
             "summary": None,

@@ -18,6 +18,7 @@ from pipeline.maintenance.edges import link_discovered
 from pipeline.maintenance.runs import state_key
 from pipeline.records import iso
 from pipeline.resilience import store_call
+from pipeline.graph import Scope
 from pipeline.vectors import VectorQuery
 
 SEEDS_PER_STEP = 25
@@ -56,7 +57,7 @@ def creative_step(ctx: RunContext, cursor: Any) -> StepResult:
         if seed is None or seed.vector is None:
             result.add("seeds_without_vector", 1)
             continue
-        hits = vectors.search(VectorQuery(seed.vector, NEIGHBOURS_FETCHED + 1, excluded_types=s.excluded_types))
+        hits = vectors.search(VectorQuery(seed.vector, NEIGHBOURS_FETCHED + 1, Scope(excluded_types=s.excluded_types)))
         for hit in hits:
             if hit.memory_id == seed_id or not (s.consolidation_creative_min_similarity <= hit.score < s.consolidation_creative_max_similarity):
                 continue

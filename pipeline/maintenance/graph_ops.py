@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from pipeline.graph import GraphStore, TagFilter, _tag_predicate, memory_from_node
+from pipeline.graph import GraphStore, TagFilter, memory_from_node, tag_predicate
 
 
 def page_memories(graph: GraphStore, after: str | None, limit: int) -> list[dict[str, Any]]:
@@ -84,18 +84,7 @@ def stale_meta_patterns(graph: GraphStore, keep_run: str, after: str | None, lim
 
 
 def _tag_scope(tag_filter: TagFilter) -> tuple[str, dict[str, Any]]:
-    return _tag_predicate(tag_filter), {"scope_tags": tag_filter.lowered}
-
-
-def memories_by_tag(graph: GraphStore, tag_filter: TagFilter, limit: int, offset: int) -> tuple[int, list[dict[str, Any]]]:
-    """(total matching, one page newest first) for GET /memory/by-tag."""
-    predicate, params = _tag_scope(tag_filter)
-    total = graph.run_read(f"MATCH (m:Memory) WHERE {predicate} RETURN count(m)", params)[0][0]
-    rows = graph.run_read(
-        f"MATCH (m:Memory) WHERE {predicate} RETURN m ORDER BY m.timestamp_epoch DESC, m.id SKIP $offset LIMIT $limit",
-        {**params, "offset": offset, "limit": limit},
-    )
-    return int(total), [memory_from_node(row[0].properties) for row in rows]
+    return tag_predicate(tag_filter), {"scope_tags": tag_filter.lowered}
 
 
 def ids_by_tag(graph: GraphStore, tag_filter: TagFilter, after: str | None, limit: int) -> list[str]:

@@ -1,5 +1,6 @@
-"""The recall engine: candidates, scoring, response. The API parses; this decides."""
+"""The recall engine: candidates → state filter → scoring → ranking controls → expansion → response."""
 
-from pipeline.query.engine import RecallEngine, RecallRequest
+from pipeline.query.engine import RecallEngine
+from pipeline.query.request import ContextHints, ExpansionOptions, RecallRequest
 
-__all__ = ["RecallEngine", "RecallRequest"]
+__all__ = ["ContextHints", "ExpansionOptions", "RecallEngine", "RecallRequest"]

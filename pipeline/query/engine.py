@@ -1,47 +1,34 @@
-"""Recall: gather candidates (vector + full-text, or trending), score, rank, answer.
+"""Recall: the engine that turns a validated request into the response AutoMem clients read.
 
-Read-only against the stores: the one write recall causes (``last_accessed``) is handed to
-the maintenance queue by the caller-supplied ``on_access`` hook.
+Read-only against the stores: the one write recall causes (``last_accessed`` of the seeds)
+is handed to the maintenance queue by the caller-supplied ``on_access`` hook.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
 from pipeline.config import Settings
 from pipeline.embedding import Embedder
-from pipeline.graph import GraphStore, TagFilter
-from pipeline.query.keywords import extract_keywords, fulltext_terms
-from pipeline.query.scoring import RecencyPolicy, final_score, score_components
-from pipeline.vectors import VectorQuery, VectorStore
+from pipeline.graph import GraphStore, Scope
+from pipeline.query.candidates import Candidate, CandidateSources
+from pipeline.query.context import ContextProfile
+from pipeline.query.decompose import decompose
+from pipeline.query.expansion import expand_entities, expand_relations
+from pipeline.query.filters import matches_tags
+from pipeline.query.graph_reads import neighbours
+from pipeline.query.keywords import extract_keywords
+from pipeline.query.request import RecallRequest
+from pipeline.query.response import Scored, result_entry
+from pipeline.query.scoring import RecencyPolicy, has_temporal_intent, relative_recency
+from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, order_rows, time_key
+from pipeline.query.timewindow import TimeWindow, parse_time_query
+from pipeline.vectors import VectorStore
 
 log = logging.getLogger(__name__)
-
-# Payload/node fields that are storage bookkeeping, not part of the memory a client sees.
-_INTERNAL_FIELDS = ("memory_id", "tags_lower", "timestamp_epoch", "updated_epoch", "type_source")
-
-
-@dataclass(frozen=True)
-class RecallRequest:
-    query: str | None = None
-    embedding: list[float] | None = None
-    limit: int = 5
-    tag_filter: TagFilter = field(default_factory=TagFilter)
-
-
-@dataclass
-class _Candidate:
-    memory: dict[str, Any]
-    match_type: str
-    vector: float = 0.0
-
-
-def public_memory(props: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in props.items() if k not in _INTERNAL_FIELDS and k != "id"}
 
 
 class RecallEngine:
@@ -52,127 +39,258 @@ class RecallEngine:
         vectors: Callable[[], VectorStore],
         embedder: Callable[[], Embedder],
         on_access: Callable[[list[str]], None] | None = None,
+        dimensions: Callable[[], int] | None = None,
     ):
         self._settings = settings
-        self._graph = graph
-        self._vectors = vectors
-        self._embedder = embedder
+        self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
+        self._policy = SearchPolicy(
+            weights=settings.scoring_weights,
+            recency=RecencyPolicy(settings.search_recency_window_days, settings.search_recency_curve),
+            overfetch=settings.recall_vector_overfetch,
+            fetch_cap=settings.recall_vector_fetch_cap,
+            keyword_mode=settings.recall_keyword_search,
+            metadata_enabled=settings.recall_metadata_search_enabled,
+            metadata_min_match=settings.recall_metadata_min_match,
+            relevance_gate=settings.recall_relevance_gate,
+            entity_score=settings.recall_entity_expansion_score,
+        )
+        self._search = QuerySearch(self._sources, self._policy)
+        self._bonuses = settings.context_bonuses
         self._on_access = on_access
-        self._weights = settings.scoring_weights
-        self._recency = RecencyPolicy(settings.search_recency_window_days, settings.search_recency_curve)
-        self._excluded = settings.excluded_types
 
-    def _vector_fetch_size(self, limit: int) -> int:
-        s = self._settings
-        return max(limit, min(limit * s.recall_vector_overfetch, s.recall_vector_fetch_cap))
+    # --- request → plan ---------------------------------------------------------------
+    @staticmethod
+    def time_window(request: RecallRequest, now: datetime) -> TimeWindow | None:
+        """Explicit start/end override the natural-language expression, bound by bound."""
+        parsed = parse_time_query(request.time_query, now) if request.time_query else None
+        if request.start is None and request.end is None:
+            return parsed
+        return TimeWindow(request.start or (parsed.start if parsed and request.end is None else None),
+                          request.end or (parsed.end if parsed and request.start is None else None))
 
-    def _vector_candidates(self, request: RecallRequest, status: dict[str, Any]) -> list[_Candidate]:
-        vector = request.embedding
-        if vector is None and request.query:
-            vector = self._embedder().embed([request.query])[0]
-        if vector is None:
-            return []
-        status["enabled"] = True
-        try:
-            hits = self._vectors().search(
-                VectorQuery(vector, self._vector_fetch_size(request.limit), request.tag_filter, self._excluded)
-            )
-        except Exception:  # recall degrades to graph-only rather than failing
-            log.exception("vector search failed; answering from the graph only")
-            status["enabled"] = False
-            return []
-        status["matched"] = bool(hits)
-        return [_Candidate({**h.payload, "id": h.memory_id}, "vector", h.score) for h in hits]
+    def _scope(self, request: RecallRequest, window: TimeWindow | None) -> Scope:
+        return Scope(
+            tags=request.tag_filter,
+            exclude_tags=request.exclude_tags,
+            start_epoch=window.start.timestamp() if window and window.start else None,
+            end_epoch=window.end.timestamp() if window and window.end else None,
+            excluded_types=self._settings.excluded_types,
+        )
 
-    def _keyword_candidates(self, request: RecallRequest, keywords: list[str]) -> list[_Candidate]:
-        terms = fulltext_terms(keywords)
-        if not terms:
-            return []
-        try:
-            rows = self._graph().keyword_search(
-                terms, request.tag_filter, self._excluded, self._vector_fetch_size(request.limit)
-            )
-        except Exception:
-            log.exception("keyword search failed; answering from vectors only")
-            return []
-        return [_Candidate(memory, "keyword") for memory, _score in rows]
+    @staticmethod
+    def _queries(request: RecallRequest) -> list[str | None]:
+        if request.queries:
+            return list(dict.fromkeys(request.queries))
+        if request.auto_decompose and request.has_text:
+            return decompose(request.query)
+        return [request.query]
 
-    def _trending(self, request: RecallRequest) -> list[_Candidate]:
-        try:
-            rows = self._graph().trending(request.tag_filter, self._excluded, request.limit)
-        except Exception:
-            log.exception("trending query failed")
-            return []
-        return [_Candidate(memory, "trending") for memory in rows]
-
+    # --- recall -----------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
         started = time.perf_counter()
         now = datetime.now(timezone.utc)
+        window = self.time_window(request, now)
+        sort = request.sort or ("time_desc" if window and not request.has_text and not request.queries else "score")
+        ctx = SearchContext(self._scope(request, window), ContextProfile.build(request.context, self._bonuses), now,
+                            current_only=request.state_mode == "current")
+        queries = self._queries(request)
+        multi = len(queries) > 1
+        per_query = request.per_query_limit or request.limit
+
+        pool: dict[str, Scored] = {}
+        dedup_removed = fetched_priority = 0
+        for text in queries:
+            rows, fetched = self._search.run(request.for_query(text, per_query if multi else request.limit), ctx, sort)
+            fetched_priority += fetched
+            for row in rows[:per_query] if multi else rows:
+                kept = pool.get(row.id)
+                if kept is None:
+                    pool[row.id] = row
+                else:  # keep the best-scored version of a memory found by several queries
+                    dedup_removed += 1
+                    if row.score > kept.score:
+                        pool[row.id] = row
+        rows = list(pool.values())
+        order_rows(rows, sort)
+
+        recency_active = self._recency_active(request, sort, rows)
+        if recency_active:
+            self._rerank_by_recency(rows)
+        rows, score_filter = self._score_floor(request, rows)
+        rows = self._place_priority(rows, ctx.profile.priority_ids)
+        seeds = rows[: request.limit]
+        anchor = self._anchor(seeds, rows, ctx.profile, request.limit)
+        fallback_used = False
+        if request.scope_fallback and ctx.scope.tags.active and request.has_text and len(seeds) < request.limit:
+            seeds += self._fallback(request, ctx, seeds, sort, score_filter)
+            fallback_used = True
+
+        response = self._respond(request, ctx, seeds, sort, queries, multi, dedup_removed)
+        self._expand_and_hydrate(request, ctx, seeds, response)
+        response["results"] = [result_entry(r) for r in seeds] + response.pop("_expanded")
+        response["count"] = len(response["results"])
+        if recency_active:
+            response["recency_bias"] = "on"
+        if fallback_used:
+            response["scope_fallback"] = True
+        if score_filter:
+            response["score_filter"] = score_filter
+        if ctx.profile.active:
+            response["context_priority"] = ctx.profile.describe(fetched_priority, anchor)
+        if window:
+            response["time_window"] = window.as_dict()
+        self._record_access([r.id for r in seeds])  # seeds only, never expanded memories
+        response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return response
+
+    # --- ranking controls ---------------------------------------------------------------
+    def _recency_active(self, request: RecallRequest, sort: str, rows: list[Scored]) -> bool:
+        if sort != "score" or not rows or request.recency_bias == "off":
+            return False
+        return request.recency_bias == "on" or any(has_temporal_intent(q) for q in [request.query, *request.queries])
+
+    def _rerank_by_recency(self, rows: list[Scored]) -> None:
+        weight = self._policy.weights.temporal
+        relative = relative_recency([time_key(r.candidate.memory) if time_key(r.candidate.memory) != float("-inf") else None for r in rows])
+        if relative is None or weight == 0:
+            return  # echo the mode, change nothing: no spread or no weight
+        for row, value in zip(rows, relative):
+            row.original_score = row.score
+            row.components["temporal"] = value
+            row.score += weight * value
+        order_rows(rows, "score")
+
+    def _score_floor(self, request: RecallRequest, rows: list[Scored]) -> tuple[list[Scored], dict[str, Any] | None]:
+        floor = request.min_score
+        adaptive = None
+        if request.adaptive_floor and request.has_text and len(rows) >= 3:
+            best = max(r.score for r in rows)
+            adaptive = best * self._settings.recall_adaptive_floor_ratio
+            floor = max(floor, adaptive)
+        if floor <= 0:
+            return rows, None
+        kept = [r for r in rows if r.score >= floor]
+        return kept, {
+            "min_score": request.min_score,
+            "adaptive_floor": request.adaptive_floor,
+            "floor": round(floor, 6),
+            "filtered_count": len(rows) - len(kept),
+        }
+
+    @staticmethod
+    def _place_priority(rows: list[Scored], priority_ids: tuple[str, ...]) -> list[Scored]:
+        if not priority_ids:
+            return rows
+        wanted = set(priority_ids)
+        return [r for r in rows if r.id in wanted] + [r for r in rows if r.id not in wanted]
+
+    @staticmethod
+    def _anchor(seeds: list[Scored], pool: list[Scored], profile: ContextProfile, limit: int) -> str | None:
+        """Guarantee one memory that fits the context hints when the pool has one."""
+        if not (profile.types or profile.tags or profile.language) or not seeds:
+            return None
+        if any(profile.fits(r.candidate.memory) for r in seeds):
+            return None
+        for row in pool[limit:]:
+            if profile.fits(row.candidate.memory):
+                seeds[-1] = row
+                return row.id
+        return None
+
+    def _fallback(self, request, ctx: SearchContext, seeds: list[Scored], sort: str, score_filter) -> list[Scored]:
+        """Fill a short tag-scoped answer from an unscoped vector search (outside_tag_scope)."""
+        vector = ctx.query_vectors.get(request.query.strip()) if request.query else None
+        if vector is None:
+            return []
+        room = request.limit - len(seeds)
+        hits = self._sources.vector(vector, ctx.scope.without_tags(), self._policy.fetch_size(request.limit, False),
+                                    ctx.vector_status, request.query.strip())
+        shown = {r.id for r in seeds}
+        fills = [c for c in hits if c.id not in shown and not matches_tags(c.memory, ctx.scope.tags)]
+        fills = self._search.apply_state(fills, ctx)
+        for candidate in fills:
+            candidate.outside_tag_scope = True
         keywords = extract_keywords(request.query)
-        vector_status = {"enabled": False, "matched": False}
-        has_query = bool(request.query and request.query.strip() and request.query.strip() != "*")
+        rows = self._search.score(fills, ctx, request.query.strip(), keywords, gate=False)
+        order_rows(rows, sort)
+        floor = score_filter["floor"] if score_filter else request.min_score
+        return [r for r in rows if r.score >= floor][:room]
 
-        if has_query or request.embedding is not None:
-            query = request if has_query else RecallRequest(None, request.embedding, request.limit, request.tag_filter)
-            candidates = self._vector_candidates(query, vector_status)
-            seen = {c.memory["id"] for c in candidates}
-            candidates += [c for c in self._keyword_candidates(request, keywords) if c.memory["id"] not in seen]
-        else:
-            candidates = self._trending(request)
-
-        query_text = request.query if has_query else None
-        scored = []
-        for candidate in candidates:
-            components = score_components(
-                memory=candidate.memory,
-                query=query_text,
-                keywords=keywords,
-                vector=candidate.vector,
-                now=now,
-                recency=self._recency,
-            )
-            scored.append((final_score(components, self._weights), candidate, components))
-        # Highest score first; exact ties go newest first.
-        scored.sort(key=lambda row: (row[0], row[1].memory.get("timestamp") or ""), reverse=True)
-        top = scored[: request.limit]
-
-        results = [
-            {
-                "id": candidate.memory["id"],
-                "memory": public_memory(candidate.memory),
-                "final_score": round(score, 6),
-                "match_type": candidate.match_type,
-                "score_components": {k: round(v, 6) if isinstance(v, float) else v for k, v in components.items()},
-                "relations": [],
+    # --- expansion and hydration ---------------------------------------------------------
+    def _expand_and_hydrate(self, request: RecallRequest, ctx: SearchContext, seeds: list[Scored], response: dict) -> None:
+        options = request.expansion
+        seen = {r.id for r in seeds}
+        expanded: list[Candidate] = []
+        edges = None
+        if options.relations and seeds:
+            outcome = expand_relations(self._sources, [r.candidate for r in seeds], options, ctx.scope, seen, ctx.admissible)
+            expanded = self._search.apply_state(outcome.expanded, ctx, replace=False)
+            edges = None if outcome.failed else outcome.edges
+            response["expansion"] = {
+                "enabled": True, "seed_count": len(seeds), "expanded_count": len(expanded),
+                "relation_limit": options.relation_limit, "expansion_limit": options.expansion_limit,
+                "respect_tags": options.respect_tags,
             }
-            for score, candidate, components in top
-        ]
-        if results and self._on_access:
+        if options.entities:
+            vector = ctx.query_vectors.get(request.query.strip() if request.has_text else None, request.embedding)
+            outcome = expand_entities(
+                self._sources, [r.candidate for r in seeds] + expanded, vector, options, ctx.scope, seen, ctx.admissible,
+                self._settings.recall_entity_search_limit,
+            )
+            entity_rows = self._search.apply_state(outcome.expanded, ctx, replace=False)
+            response["entity_expansion"] = {
+                "enabled": True, "expanded_count": len(entity_rows), "entities_found": outcome.entities_found,
+            }
+            expanded += entity_rows
+        if edges is None:  # deferred hydration: only the seeds that survived trimming
+            edges = self._hydrate([r.id for r in seeds if r.candidate.match_type != "state_replacement"], options.relation_limit)
+        for row in seeds:
+            row.candidate.relations = row.candidate.relations + [e.stub() for e in edges.get(row.id, [])]
+        text = request.query.strip() if request.has_text else None
+        scored = self._search.score(expanded, ctx, text, extract_keywords(text), gate=False)
+        order_rows(scored, "score")
+        response["_expanded"] = [result_entry(r) for r in scored]
+
+    def _hydrate(self, ids: list[str], per_seed: int):
+        try:
+            return neighbours(self._sources.graph, ids, per_seed=per_seed, with_memories=False)
+        except Exception as exc:
+            log.warning("relations not hydrated, graph unavailable: %s", exc)
+            return {}
+
+    def _record_access(self, ids: list[str]) -> None:
+        if ids and self._on_access:
             try:
-                self._on_access([r["id"] for r in results])
+                self._on_access(list(dict.fromkeys(ids)))
             except Exception:  # access tracking must never fail a recall
                 log.exception("could not enqueue last_accessed update")
 
-        tf = request.tag_filter
+    # --- response -----------------------------------------------------------------------
+    def _respond(self, request, ctx: SearchContext, seeds, sort, queries, multi, dedup_removed) -> dict[str, Any]:
+        tf = ctx.scope.tags
         response: dict[str, Any] = {
             "status": "success",
             "query": request.query,
-            "results": results,
-            "count": len(results),
-            "dedup_removed": 0,
-            "sort": "score",
-            "state_mode": "current",
-            "keywords": keywords,
-            "vector_search": vector_status,
+            "results": [],
+            "count": 0,
+            "dedup_removed": dedup_removed,
+            "sort": sort,
+            "state_mode": request.state_mode,
+            "keywords": extract_keywords(request.query),
+            "vector_search": ctx.vector_status.as_dict(),
             "tags": list(tf.tags),
+            "exclude_tags": list(request.exclude_tags),
             "tag_mode": tf.mode,
             "tag_match": tf.match,
         }
+        if multi:
+            response["queries"] = queries
+        if ctx.current_only:
+            response["state_filter"] = ctx.state.summary(request.state_debug)
         if tf.active:
             response["tag_scope"] = {
                 "filtered": True,
-                "pool_size_hint": sum(1 for c in candidates if c.match_type == "vector") if vector_status["enabled"] else None,
-                "gated_low_evidence": 0,
+                "pool_size_hint": ctx.pool_size_hint,
+                "gated_low_evidence": sum(1 for r in seeds if r.components.get("relevance_gated")),
             }
-        response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return response

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-']*")
 STOP_WORDS = frozenset(
@@ -27,6 +28,7 @@ def extract_keywords(text: str | None) -> list[str]:
     return list(seen)
 
 
+@lru_cache(maxsize=65_536)  # scoring stems every content word of every candidate; words repeat
 def stem(word: str) -> str:
     """A light suffix strip so 'databases' meets 'database'; the full-text index stems properly."""
     for suffix in ("ies", "es", "s", "ing", "ed"):

@@ -115,3 +115,39 @@ def score_components(
 def final_score(components: dict[str, Any], weights: ScoringWeights) -> float:
     total = sum(getattr(weights, name) * components[name] for name in WEIGHTED_COMPONENTS)
     return total + components.get("context", 0.0)
+
+
+# Components that say nothing about the query: ramped down for low-evidence results when the
+# relevance gate is on, so an important but off-topic memory cannot fill a tag scope.
+QUERY_INDEPENDENT = ("importance", "confidence", "recency", "tag")
+
+
+def apply_relevance_gate(components: dict[str, Any], gate: float) -> None:
+    """Scale query-independent components by evidence / gate when evidence falls below the gate."""
+    evidence = components["evidence"]
+    if gate <= 0 or evidence >= gate:
+        return
+    factor = evidence / gate
+    for name in QUERY_INDEPENDENT:
+        components[name] *= factor
+    components["relevance_gated"] = True
+
+
+def relative_recency(epochs: list[float | None]) -> list[float] | None:
+    """Min-max normalised timestamps (newest 1.0), or None when there is no spread to rank by."""
+    known = [e for e in epochs if e is not None]
+    if len(known) < 2 or max(known) == min(known):
+        return None
+    low, span = min(known), max(known) - min(known)
+    return [0.0 if e is None else (e - low) / span for e in epochs]
+
+
+TEMPORAL_INTENT = re.compile(
+    r"\b(latest|newest|current(ly)?|recent(ly)?|now|today|nowadays|up[- ]to[- ]date|most recent|"
+    r"what changed|changed|changes|updated?|still|anymore|these days|this (week|month|year))\b",
+    re.IGNORECASE,
+)
+
+
+def has_temporal_intent(query: str | None) -> bool:
+    return bool(query and TEMPORAL_INTENT.search(query))

@@ -9,7 +9,7 @@ from falkordb import FalkorDB
 
 from pipeline.config import Settings
 from pipeline.errors import VectorSizeMismatch
-from pipeline.graph import GraphStore, TagFilter
+from pipeline.graph import GraphStore, Scope, TagFilter
 from pipeline.records import build_new_record, Limits
 from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
 
@@ -57,13 +57,13 @@ def test_vector_store_contract(vectors):
 
     everything = VectorQuery(unit(0), 10)
     assert ids(vectors.search(everything))[0] == "a"
-    prefix = VectorQuery(unit(0), 10, TagFilter(("slack",)))
+    prefix = VectorQuery(unit(0), 10, Scope(TagFilter(("slack",))))
     assert set(ids(vectors.search(prefix))) == {"a", "b"}
-    exact = VectorQuery(unit(0), 10, TagFilter(("slack:channel:general",), match="exact"))
+    exact = VectorQuery(unit(0), 10, Scope(TagFilter(("slack:channel:general",), match="exact")))
     assert ids(vectors.search(exact)) == ["a"]
-    every = VectorQuery(unit(0), 10, TagFilter(("slack", "other"), mode="all"))
+    every = VectorQuery(unit(0), 10, Scope(TagFilter(("slack", "other"), mode="all")))
     assert ids(vectors.search(every)) == ["b"]
-    without_meta = VectorQuery(unit(2), 10, excluded_types=frozenset({"MetaPattern"}))
+    without_meta = VectorQuery(unit(2), 10, Scope(excluded_types=frozenset({"MetaPattern"})))
     assert "c" not in ids(vectors.search(without_meta))
 
     hit = vectors.search(VectorQuery(unit(3), 1))[0]
@@ -114,5 +114,5 @@ def test_graph_schema_and_parameterised_writes(servers):
     assert stored["content"] == hostile and stored["tags"] == [hostile] and stored["metadata"] == {hostile: hostile}
     assert store.get_memory("safe-2")["content"] == "bystander"
     assert store.count_memories() == 2
-    found = store.keyword_search(["bystander"], TagFilter(), (), 5)
+    found = store.keyword_search(["bystander"], Scope(), 5)
     assert [m["id"] for m, _ in found] == ["safe-2"]

@@ -1,0 +1,200 @@
+"""Recall latency at 10k and 100k memories in the embedded default (Qdrant Edge + FalkorDB).
+
+    python -m ops.bench_recall [--sizes 10000,100000] [--queries 200]
+
+The loader writes straight to the stores through their batch methods (one UNWIND per batch
+in FalkorDB, multi-point upserts into the Edge shard, then ``optimize()``), because the
+subject here is recall, not ingestion. Then a real web process (uvicorn, as deployed) answers
+``GET /recall`` over HTTP, one request at a time, with the hash provider's embedding passed
+in. Four scenarios: (a) plain, (b) tag-scoped, (c) expand_relations (~3 edges per memory),
+(d) expand_entities. Server-side ``query_time_ms`` and client-side latency, p50/p95/p99.
+Prints a table and writes JSON under ops/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+import orjson
+from falkordb import FalkorDB
+
+from pipeline.embedding import HashEmbedder
+from pipeline.graph import GraphStore
+from pipeline.records import MemoryRecord
+from pipeline.vectors import EdgeVectorStore, VectorPoint, vector_payload
+from tests.stack import AUTH, Servers, Stack
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PROJECTS = 50
+PEOPLE = 400
+EDGES_PER_MEMORY = 3
+BATCH = 2000
+EDGE_TYPES = ("RELATES_TO", "LEADS_TO", "PART_OF", "REINFORCES", "DERIVED_FROM")
+SCENARIOS = {
+    "a_plain": {},
+    "b_tag_scoped": {"tags": "__project__"},
+    "c_expand_relations": {"expand_relations": "true"},
+    "d_expand_entities": {"expand_entities": "true"},
+}
+
+
+def vocabulary(rng: random.Random, size: int = 3000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(letters) for _ in range(rng.randint(4, 9))))
+    return sorted(words)
+
+
+def make_records(rng: random.Random, words: list[str], start: int, count: int) -> list[MemoryRecord]:
+    now = datetime.now(timezone.utc)
+    records = []
+    for i in range(start, start + count):
+        people = rng.sample(range(PEOPLE), rng.choice((0, 1, 1, 2)))
+        tags = [f"proj:p{i % PROJECTS}", f"topic:t{rng.randrange(200)}"] + [f"entity:people:person-{p}" for p in people]
+        moment = (now - timedelta(days=rng.uniform(0, 365))).isoformat()
+        records.append(MemoryRecord(
+            id=str(uuid.UUID(int=rng.getrandbits(128))),
+            content=" ".join(rng.choices(words, k=rng.randint(12, 30))),
+            tags=tags, importance=round(rng.random(), 3), confidence=0.8, type="Context", type_source="explicit",
+            timestamp=moment, updated_at=moment,
+            metadata={"entities": {"people": [f"person {p}" for p in people]}} if people else {},
+        ))
+    return records
+
+
+def load(graph: GraphStore, edge: EdgeVectorStore, records: list[MemoryRecord], all_ids: list[str],
+         rng: random.Random, embedder: HashEmbedder) -> None:
+    for offset in range(0, len(records), BATCH):
+        batch = records[offset: offset + BATCH]
+        graph.upsert_memories(batch)
+        vectors = embedder.embed([r.content for r in batch])
+        edge.upsert([VectorPoint(r.id, v, vector_payload(r.to_message())) for r, v in zip(batch, vectors)])
+        by_type: dict[str, list[dict]] = {}
+        for record in batch:
+            for _ in range(EDGES_PER_MEMORY):
+                by_type.setdefault(rng.choice(EDGE_TYPES), []).append(
+                    {"a": record.id, "b": rng.choice(all_ids), "s": round(rng.random(), 3), "u": record.timestamp})
+        for kind, rows in by_type.items():  # kind comes from the fixed EDGE_TYPES tuple
+            graph._query(
+                f"UNWIND $rows AS row MATCH (a:Memory {{id: row.a}}), (b:Memory {{id: row.b}}) "
+                f"CREATE (a)-[:{kind} {{strength: row.s, updated_at: row.u}}]->(b)", {"rows": rows})
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def measure(stack: Stack, records: list[MemoryRecord], embedder: HashEmbedder, rng: random.Random, queries: int) -> dict:
+    picks = [rng.choice(records) for _ in range(queries)]
+    plans = []
+    for record in picks:
+        words = record.content.split()
+        text = " ".join(rng.sample(words, 4))
+        vector = ",".join(f"{x:.5f}" for x in embedder.embed([text])[0])
+        plans.append((text, vector, record.tags[0]))
+    out = {}
+    with httpx.Client(base_url=stack.url, headers=AUTH, timeout=30) as client:
+        for name, extra in SCENARIOS.items():
+            def run(plan):
+                text, vector, project = plan
+                params = {"query": text, "embedding": vector, "limit": 10}
+                params |= {k: (project if v == "__project__" else v) for k, v in extra.items()}
+                began = time.perf_counter()
+                response = client.get("/recall", params=params)
+                elapsed = (time.perf_counter() - began) * 1000
+                assert response.status_code == 200, response.text
+                body = response.json()
+                return elapsed, body["query_time_ms"], body["count"]
+            for plan in plans[:20]:  # warm-up
+                run(plan)
+            samples = [run(plan) for plan in plans]
+            client_ms = [s[0] for s in samples]
+            server_ms = [s[1] for s in samples]
+            out[name] = {
+                "server_p50": percentile(server_ms, 50), "server_p95": percentile(server_ms, 95),
+                "server_p99": percentile(server_ms, 99), "client_p50": percentile(client_ms, 50),
+                "client_p95": percentile(client_ms, 95), "client_p99": percentile(client_ms, 99),
+                "mean_results": round(statistics.fmean(s[2] for s in samples), 2),
+            }
+    return out
+
+
+def print_table(results: dict[int, dict]) -> None:
+    header = f"{'size':>7} {'scenario':<20} {'srv p50':>8} {'srv p95':>8} {'srv p99':>8} {'cli p50':>8} {'cli p95':>8} {'cli p99':>8} {'results':>8}"
+    print(header)
+    print("-" * len(header))
+    for size, scenarios in results.items():
+        for name, r in scenarios.items():
+            print(f"{size:>7} {name:<20} {r['server_p50']:>8.2f} {r['server_p95']:>8.2f} {r['server_p99']:>8.2f} "
+                  f"{r['client_p50']:>8.2f} {r['client_p95']:>8.2f} {r['client_p99']:>8.2f} {r['mean_results']:>8}")
+    print("(milliseconds; srv = query_time_ms reported by the engine, cli = HTTP round trip)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    rng = random.Random(args.seed)
+    words = vocabulary(rng)
+    embedder = HashEmbedder()
+    servers = Servers.start(Path(tempfile.mkdtemp(prefix="mempipe-bench-servers-")))
+    stack = Stack.create(servers, EDGE_OPTIMIZE_INTERVAL_S="3600")
+    results: dict[int, dict] = {}
+    timings: dict[int, dict] = {}
+    try:
+        graph = GraphStore(FalkorDB(host="127.0.0.1", port=stack.graph_port), f"memories_{stack.name}")
+        graph.ensure_schema()
+        records: list[MemoryRecord] = []
+        for size in sizes:
+            began = time.perf_counter()
+            fresh = make_records(rng, words, len(records), size - len(records))
+            ids = [r.id for r in records] + [r.id for r in fresh]
+            edge = EdgeVectorStore(str(stack.data_dir / "qdrant-edge" / "memories"), embedder.dimensions)
+            edge.ensure_collection()
+            load(graph, edge, fresh, ids, rng, embedder)
+            loaded = time.perf_counter()
+            edge._shard.optimize()  # build the HNSW index before serving, as the web process does off-path
+            edge.close()
+            optimized = time.perf_counter()
+            records += fresh
+            timings[size] = {"load_s": round(loaded - began, 1), "optimize_s": round(optimized - loaded, 1)}
+            print(f"{size} memories: loaded in {timings[size]['load_s']} s, index built in {timings[size]['optimize_s']} s",
+                  flush=True)
+            stack.start_web(timeout=300)
+            try:
+                results[size] = measure(stack, records, embedder, rng, args.queries)
+            finally:
+                stack.stop()
+            print_table({size: results[size]})  # as it goes: the larger size takes minutes to build
+            print(flush=True)
+    finally:
+        stack.stop()
+        servers.stop()
+    print()
+    print_table(results)
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"bench_recall-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_bytes(orjson.dumps({
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "queries_per_scenario": args.queries, "load": timings, "results": results,
+    }, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+    print(f"\nwritten {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""Candidate gathering: vector search, full-text search, the metadata sidecar, trending, ids.
+
+Each source degrades on its own: a store that fails yields no candidates from that source
+(and a flag in the diagnostics), never a failed recall.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pipeline.embedding import Embedder, HashEmbedder
+from pipeline.graph import GraphStore, Scope, metadata_search_text
+from pipeline.query.keywords import fulltext_terms, stem
+from pipeline.vectors import VectorQuery, VectorStore
+
+log = logging.getLogger(__name__)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass
+class Candidate:
+    """One memory on its way to a result, with what the sources said about it."""
+
+    memory: dict[str, Any]
+    match_type: str
+    source: str
+    vector: float = 0.0
+    match_score: float = 0.0  # the raw score of the source that admitted it
+    metadata: float = 0.0
+    relation: float = 0.0
+    query: str | None = None
+    outside_tag_scope: bool = False
+    relations: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # match-type specific result fields
+
+    @property
+    def id(self) -> str:
+        return self.memory["id"]
+
+
+def from_payload(payload: dict[str, Any], memory_id: str) -> dict[str, Any]:
+    return {**payload, "id": memory_id}
+
+
+@dataclass
+class VectorStatus:
+    enabled: bool = False
+    matched: bool = False
+    error: str | None = None
+    embedding_fallback: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"enabled": self.enabled, "matched": self.matched}
+        if self.error:
+            body["error"] = self.error
+        if self.embedding_fallback:
+            body["embedding_fallback"] = True
+            body["semantic"] = False
+        return body
+
+
+class CandidateSources:
+    """The stores, reached lazily (a store that is down must not stop the others)."""
+
+    def __init__(
+        self,
+        graph: Callable[[], GraphStore],
+        vectors: Callable[[], VectorStore],
+        embedder: Callable[[], Embedder],
+        dimensions: Callable[[], int],
+    ):
+        self._graph = graph
+        self._vectors = vectors
+        self._embedder = embedder
+        self._dimensions = dimensions
+
+    @property
+    def graph(self) -> GraphStore:
+        return self._graph()
+
+    def query_vector(self, text: str, status: VectorStatus) -> list[float]:
+        """The query's embedding; when the provider fails, the spec's deterministic placeholder."""
+        try:
+            return self._embedder().embed([text])[0]
+        except Exception as exc:
+            log.warning("embedding the query failed (%s); using a placeholder vector", exc)
+            status.embedding_fallback = True
+            return HashEmbedder(self._dimensions()).embed([text])[0]
+
+    def vector(self, vector: list[float], scope: Scope, limit: int, status: VectorStatus, query: str | None) -> list[Candidate]:
+        status.enabled = True
+        try:
+            hits = self._vectors().search(VectorQuery(vector, limit, scope))
+        except Exception as exc:  # recall degrades to graph-only rather than failing
+            log.warning("vector search failed; answering from the graph only: %s", exc)
+            status.enabled, status.error = False, type(exc).__name__
+            return []
+        status.matched = status.matched or bool(hits)
+        return [Candidate(from_payload(h.payload, h.memory_id), "vector", "qdrant", vector=h.score,
+                          match_score=h.score, query=query) for h in hits]
+
+    def keyword(self, keywords: list[str], scope: Scope, limit: int, query: str | None) -> list[Candidate]:
+        terms = fulltext_terms(keywords)
+        if not terms or limit <= 0:
+            return []
+        try:
+            rows = self.graph.keyword_search(terms, scope, limit)
+        except Exception as exc:
+            log.warning("keyword search failed; answering from vectors only: %s", exc)
+            return []
+        return [Candidate(m, "keyword", "graph", match_score=score, query=query) for m, score in rows]
+
+    def metadata(self, keywords: list[str], scope: Scope, slots: int, min_match: float, query: str | None) -> list[Candidate]:
+        """The sidecar: memories whose short metadata values hold most of the query's keywords."""
+        terms = fulltext_terms(keywords)
+        if not terms:
+            return []
+        try:
+            rows = self.graph.keyword_search(terms, scope, slots * 4, field="metadata_text")
+        except Exception as exc:
+            log.warning("metadata sidecar search failed: %s", exc)
+            return []
+        admitted = []
+        for memory, score in rows:
+            share = metadata_match(keywords, memory)
+            if share >= min_match:
+                admitted.append(Candidate(memory, "metadata", "graph", metadata=share, match_score=score, query=query))
+        admitted.sort(key=lambda c: c.metadata, reverse=True)
+        return admitted[:slots]
+
+    def trending(self, scope: Scope, limit: int, order: str) -> list[Candidate]:
+        try:
+            rows = self.graph.trending(scope, limit, order)
+        except Exception as exc:
+            log.warning("trending query failed: %s", exc)
+            return []
+        return [Candidate(m, "trending", "graph", match_score=float(m.get("importance") or 0.0)) for m in rows]
+
+    def by_ids(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not memory_ids:
+            return {}
+        try:
+            return self.graph.get_memories(memory_ids)
+        except Exception as exc:
+            log.warning("fetching memories by id failed: %s", exc)
+            return {}
+
+    def tagged(self, vector: list[float] | None, scope: Scope, limit: int) -> list[dict[str, Any]]:
+        """Memories in a (tag) scope, nearest to ``vector`` first; graph order without one."""
+        if vector is not None:
+            hits = self._vectors().search(VectorQuery(vector, limit, scope))
+            return [from_payload(h.payload, h.memory_id) for h in hits]
+        return self.graph.trending(scope, limit)
+
+
+def metadata_match(keywords: list[str], memory: dict[str, Any]) -> float:
+    """Share of query keywords found among the words of the memory's metadata values."""
+    if not keywords:
+        return 0.0
+    words = set(_WORD.findall(metadata_search_text(memory.get("metadata") or {}).lower()))
+    words |= {stem(w) for w in words}
+    found = sum(1 for k in keywords if k in words or stem(k) in words)
+    return found / len(keywords)

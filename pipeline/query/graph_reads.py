@@ -1,0 +1,108 @@
+"""The graph reads recall needs beyond candidate search: edges around a set of memories.
+
+Relationship types come from ``pipeline.relations`` (a fixed registry); every value is a
+parameter. Each function is one round trip for any number of memories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.graph import GraphStore, memory_from_row, memory_projection
+from pipeline.relations import DEFAULT_EXPAND_TYPES, SUPERSEDING_TYPES, pattern
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One relation seen from ``seed``: the other end is ``memory``."""
+
+    seed: str
+    type: str
+    strength: float | None
+    outgoing: bool
+    updated_at: str | None
+    memory: dict[str, Any]
+
+    def stub(self) -> dict[str, Any]:
+        return {
+            "id": self.memory["id"],
+            "type": self.type,
+            "strength": self.strength,
+            "direction": "outgoing" if self.outgoing else "incoming",
+            "from": self.seed,
+        }
+
+
+def neighbours(
+    graph: GraphStore,
+    seed_ids: list[str],
+    *,
+    types: tuple[str, ...] = DEFAULT_EXPAND_TYPES,
+    min_strength: float = 0.0,
+    per_seed: int = 5,
+    with_memories: bool = True,
+) -> dict[str, list[Edge]]:
+    """Up to ``per_seed`` edges of each seed, newest first (edge update time, else the memory's time).
+
+    Without ``with_memories`` only the other end's id comes back (enough to hydrate
+    ``relations``), which keeps the common path cheap.
+    """
+    if not seed_ids or per_seed <= 0:
+        return {}
+    other = memory_projection("o") if with_memories else "[o.id]"
+    # Untyped match + a type list parameter measured faster than an 11-way type alternation.
+    cypher = (
+        "UNWIND $ids AS id "
+        "MATCH (s:Memory {id: id})-[r]-(o:Memory) "
+        "WHERE type(r) IN $types AND coalesce(r.strength, 0.0) >= $min_strength AND o.id <> id "
+        "WITH id, r, o, startNode(r) = s AS outgoing "
+        "ORDER BY coalesce(r.updated_at, o.timestamp) DESC "
+        f"WITH id, collect([type(r), r.strength, outgoing, r.updated_at, {other}]) AS edges "
+        "RETURN id, edges[0..$per_seed]"
+    )
+    rows = graph.read(cypher, {"ids": seed_ids, "types": list(types), "min_strength": float(min_strength),
+                               "per_seed": int(per_seed)})
+    found: dict[str, list[Edge]] = {}
+    for seed, edges in rows:
+        found[seed] = [
+            Edge(seed, kind, None if strength is None else float(strength), bool(out), updated,
+                 memory_from_row(values) if with_memories else {"id": values[0]})
+            for kind, strength, out, updated, values in edges
+        ]
+    return found
+
+
+def replacements(graph: GraphStore, memory_ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """For each memory that has one, its newest outgoing INVALIDATED_BY/EVOLVED_INTO edge and target."""
+    if not memory_ids:
+        return {}
+    cypher = (
+        "UNWIND $ids AS id "
+        f"MATCH (a:Memory {{id: id}})-[r{pattern(SUPERSEDING_TYPES)}]->(b:Memory) "
+        "WITH id, r, b ORDER BY coalesce(r.updated_at, b.timestamp) DESC "
+        f"WITH id, collect([type(r), {memory_projection('b')}])[0] AS newest "
+        "RETURN id, newest[0], newest[1]"
+    )
+    return {row[0]: (row[1], memory_from_row(row[2])) for row in graph.read(cypher, {"ids": memory_ids})}
+
+
+def related(graph: GraphStore, memory_id: str, types: tuple[str, ...], max_depth: int, limit: int) -> list[dict[str, Any]]:
+    """Memories within ``max_depth`` hops over ``types``, nearest first."""
+    depth = int(max_depth)  # a bounded int from the validated request, not free text
+    cypher = (
+        f"MATCH p = (s:Memory {{id: $id}})-[{pattern(types)}*1..{depth}]-(o:Memory) "
+        "WHERE o.id <> $id "
+        "WITH o, p ORDER BY length(p) ASC "
+        "WITH o, collect(p)[0] AS path "
+        "WITH o, length(path) AS depth, relationships(path) AS rels "
+        f"RETURN {memory_projection('o')}, depth, [x IN rels | type(x)], rels[size(rels) - 1].strength "
+        "ORDER BY depth ASC, o.importance DESC LIMIT $limit"
+    )
+    rows = graph.read(cypher, {"id": memory_id, "limit": int(limit)})
+    related_memories = []
+    for values, depth, path_types, strength in rows:
+        memory = memory_from_row(values)
+        related_memories.append({"id": memory["id"], "memory": memory, "depth": int(depth), "relation": path_types[-1],
+                                 "path": path_types, "strength": strength})
+    return related_memories

@@ -1,0 +1,205 @@
+"""One query's pool: gather candidates, apply the current-state filter, score, order.
+
+The engine runs this once per query (``queries[]`` and ``auto_decompose`` run it several
+times) and then assembles the response from the pools.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pipeline.config import ScoringWeights
+from pipeline.graph import Scope
+from pipeline.query.candidates import Candidate, CandidateSources, VectorStatus
+from pipeline.query.context import ContextProfile
+from pipeline.query.filters import in_scope, parse_epoch
+from pipeline.query.graph_reads import replacements
+from pipeline.query.keywords import extract_keywords
+from pipeline.query.request import RecallRequest
+from pipeline.query.response import Scored
+from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
+from pipeline.query.state import StateReport, resolve_heads, validity_reason
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchPolicy:
+    """The settings one search needs, read once from Settings."""
+
+    weights: ScoringWeights
+    recency: RecencyPolicy
+    overfetch: int
+    fetch_cap: int
+    keyword_mode: str
+    metadata_enabled: bool
+    metadata_min_match: float
+    relevance_gate: float
+    entity_score: float
+
+    def fetch_size(self, limit: int, scoped: bool) -> int:
+        size = max(limit, min(limit * self.overfetch, self.fetch_cap))
+        # A tag scope thins the pool after the fact on nothing, but re-ranking inside a narrow
+        # scope benefits from a wider look (still capped).
+        return max(size, min(size * 2, self.fetch_cap)) if scoped else size
+
+
+@dataclass
+class SearchContext:
+    """Per-request state shared by every query of the request."""
+
+    scope: Scope
+    profile: ContextProfile
+    now: datetime
+    current_only: bool
+    vector_status: VectorStatus = field(default_factory=VectorStatus)
+    state: StateReport = field(default_factory=StateReport)
+    pool_size_hint: int | None = None
+    query_vectors: dict[str | None, list[float]] = field(default_factory=dict)
+
+    @property
+    def now_epoch(self) -> float:
+        return self.now.timestamp()
+
+    def admissible(self, memory: dict[str, Any]) -> bool:
+        """Validity of a memory reached outside the candidate search (expansion, replacement)."""
+        return not self.current_only or validity_reason(memory, self.now_epoch) is None
+
+
+def time_key(memory: dict[str, Any]) -> float:
+    """coalesce(updated_at, timestamp) as epoch seconds; unknown sorts oldest."""
+    for name, epoch_name in (("updated_at", "updated_epoch"), ("timestamp", "timestamp_epoch")):
+        value = memory.get(epoch_name)
+        if isinstance(value, (int, float)):
+            return float(value)
+        parsed = parse_epoch(memory.get(name))
+        if parsed is not None:
+            return parsed
+    return float("-inf")
+
+
+class QuerySearch:
+    def __init__(self, sources: CandidateSources, policy: SearchPolicy):
+        self._sources = sources
+        self._policy = policy
+
+    # --- candidates --------------------------------------------------------------------
+    def _gather(self, request: RecallRequest, ctx: SearchContext, keywords: list[str], sort: str) -> list[Candidate]:
+        text = request.query.strip() if request.has_text else None
+        scoped = ctx.scope.tags.active
+        fetch = self._policy.fetch_size(request.limit, scoped)
+        if text is None and request.embedding is None:
+            order = "importance" if sort == "score" else ("time_asc" if sort.endswith("_asc") else "time_desc")
+            return self._sources.trending(ctx.scope, request.limit, order)
+
+        vector = request.embedding if request.embedding is not None else self._sources.query_vector(text, ctx.vector_status)
+        ctx.query_vectors[text] = vector
+        pool = self._sources.vector(vector, ctx.scope, fetch, ctx.vector_status, text)
+        if scoped and ctx.vector_status.enabled:
+            ctx.pool_size_hint = (ctx.pool_size_hint or 0) + len(pool)
+        seen = {c.id for c in pool}
+        if text and (self._policy.keyword_mode == "always" or len(pool) < request.limit):
+            pool += [c for c in self._sources.keyword(keywords, ctx.scope, fetch - len(pool), text) if c.id not in seen]
+            seen = {c.id for c in pool}
+        if text and self._policy.metadata_enabled:
+            slots = max(1, min(request.limit, 10))
+            by_id = {c.id: c for c in pool}
+            for match in self._sources.metadata(keywords, ctx.scope, slots, self._policy.metadata_min_match, text):
+                if match.id in by_id:  # a strong metadata match upgrades what is already in the pool
+                    by_id[match.id].metadata = max(by_id[match.id].metadata, match.metadata)
+                else:
+                    pool.append(match)
+        return pool
+
+    def _add_priority(self, pool: list[Candidate], ctx: SearchContext, text: str | None) -> int:
+        missing = [i for i in ctx.profile.priority_ids if i not in {c.id for c in pool}]
+        fetched = self._sources.by_ids(missing)
+        added = 0
+        for memory_id in missing:
+            memory = fetched.get(memory_id)
+            if memory is not None and in_scope(memory, ctx.scope):  # never bypasses the filters
+                pool.append(Candidate(memory, "priority_id", "graph", query=text))
+                added += 1
+        return added
+
+    # --- lifecycle ---------------------------------------------------------------------
+    def apply_state(self, pool: list[Candidate], ctx: SearchContext, replace: bool = True) -> list[Candidate]:
+        """Drop what is not current; with ``replace``, surface the heads of supersession chains."""
+        if not ctx.current_only:
+            return pool
+        kept = []
+        for candidate in pool:
+            reason = validity_reason(candidate.memory, ctx.now_epoch)
+            if reason:
+                ctx.state.suppressed.append({"id": candidate.id, "reason": reason})
+            else:
+                kept.append(candidate)
+        try:
+            heads = resolve_heads(
+                [c.id for c in kept], lambda ids: replacements(self._sources.graph, ids), ctx.now_epoch,
+                lambda m: in_scope(m, ctx.scope, check_tags=False),
+            )
+        except Exception as exc:
+            log.warning("supersession check skipped, graph unavailable: %s", exc)
+            ctx.state.degraded = True
+            return kept
+        present = {c.id for c in kept}
+        result = []
+        for candidate in kept:
+            step = heads.get(candidate.id)
+            if step is None:
+                result.append(candidate)
+                continue
+            ctx.state.suppressed.append({"id": candidate.id, "reason": step.relation.lower(), "replaced_by": step.head["id"],
+                                         "chain": list(step.chain)})
+            if not replace or step.head["id"] in present:
+                continue
+            present.add(step.head["id"])
+            ctx.state.replacements.append({"id": step.head["id"], "replaces": candidate.id, "relation": step.relation})
+            result.append(Candidate(
+                step.head, "state_replacement", "graph", vector=candidate.vector, match_score=candidate.match_score,
+                query=candidate.query,
+                relations=[{"id": candidate.id, "type": step.relation, "from": candidate.id, "kind": "state_replacement"}],
+                extra={"state_replaces": candidate.id},
+            ))
+        return result
+
+    # --- scoring -----------------------------------------------------------------------
+    def score(self, pool: list[Candidate], ctx: SearchContext, text: str | None, keywords: list[str], gate: bool) -> list[Scored]:
+        rows = []
+        for candidate in pool:
+            components = score_components(
+                memory=candidate.memory, query=text, keywords=keywords, vector=candidate.vector, now=ctx.now,
+                recency=self._policy.recency, metadata=candidate.metadata, relation=candidate.relation,
+                context=ctx.profile.bonus(candidate.memory),
+            )
+            if gate:
+                apply_relevance_gate(components, self._policy.relevance_gate)
+            total = final_score(components, self._policy.weights)
+            if candidate.match_type == "entity_expansion":
+                components["entity_expansion"] = self._policy.entity_score
+                total += components["entity_expansion"]
+            rows.append(Scored(candidate, components, total))
+        return rows
+
+    def run(self, request: RecallRequest, ctx: SearchContext, sort: str) -> tuple[list[Scored], int]:
+        """The ordered, scored pool of one query, and how many priority ids were fetched."""
+        text = request.query.strip() if request.has_text else None
+        keywords = extract_keywords(text)
+        pool = self._gather(request, ctx, keywords, sort)
+        fetched = self._add_priority(pool, ctx, text) if ctx.profile.priority_ids else 0
+        pool = self.apply_state(pool, ctx)
+        gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
+        rows = self.score(pool, ctx, text, keywords, gate)
+        order_rows(rows, sort)
+        return rows, fetched
+
+
+def order_rows(rows: list[Scored], sort: str) -> None:
+    if sort == "score":  # highest first; exact ties newest first
+        rows.sort(key=lambda r: (r.score, time_key(r.candidate.memory)), reverse=True)
+    else:
+        rows.sort(key=lambda r: time_key(r.candidate.memory), reverse=sort.endswith("_desc"))

@@ -1,0 +1,282 @@
+"""The /recall contract over the real stack: filters, lifecycle, ranking controls, context, graph."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from tests.graph_helpers import link
+from tests.stack import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def scope() -> str:
+    return f"r-{uuid.uuid4().hex[:10]}"
+
+
+def ago(**delta) -> str:
+    return (datetime.now(timezone.utc) - timedelta(**delta)).isoformat()
+
+
+def store(api, content: str, tags: list[str], **fields) -> str:
+    response = api.post("/memory", json={"content": content, "tags": tags, **fields})
+    assert response.status_code == 201, response.text
+    return response.json()["memory_id"]
+
+
+def recall(api, **params) -> dict:
+    response = api.get("/recall", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def ids(body: dict) -> list[str]:
+    return [r["id"] for r in body["results"]]
+
+
+def error(api, **params) -> str:
+    response = api.get("/recall", params=params)
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["status"] == "error" and body["code"] == 400
+    return body["message"]
+
+
+# --- validation -----------------------------------------------------------------------
+@pytest.mark.parametrize("params, names", [
+    ({"state_mode": "past"}, "state_mode"),
+    ({"state_mode": "past", "current_only": "true"}, "state_mode"),
+    ({"start": "yesterday-ish"}, "start"),
+    ({"end": "2025-13-45"}, "end"),
+    ({"start": "2025-02-01T00:00:00Z", "end": "2025-01-01T00:00:00Z"}, "start"),
+    ({"embedding": "0.1,0.2"}, "embedding"),
+    ({"offset": "3"}, "offset"),
+    ({"limit": "0"}, "limit"),
+    ({"sort": "random"}, "sort"),
+    ({"recency_bias": "sometimes"}, "recency_bias"),
+    ({"tag_mode": "some"}, "tag_mode"),
+    ({"expand_relations": "maybe"}, "expand_relations"),
+    ({"relation_limit": "0"}, "relation_limit"),
+    ({"expansion_limit": "501"}, "expansion_limit"),
+    ({"expand_min_strength": "1.5"}, "expand_min_strength"),
+    ({"min_score": "-1"}, "min_score"),
+])
+def test_bad_parameters_answer_400_naming_the_parameter(api, params, names):
+    assert names in error(api, query="x", **params)
+
+
+def test_limit_is_clamped_and_unknown_time_query_ignored(api):
+    tag = scope()
+    store(api, "clamp test memory", [tag])
+    body = recall(api, query="clamp test", tags=tag, limit=100000, time_query="when pigs fly")
+    assert ids(body) and "time_window" not in body
+
+
+# --- filters ----------------------------------------------------------------------------
+def test_exclude_tags_exact_prefix_comma_and_repeated(api):
+    tag = scope()
+    keep = store(api, "deploy notes kept", [tag, "keep"])
+    draft = store(api, "deploy notes draft", [tag, f"{tag}-temp:draft"])
+    conv = store(api, "deploy notes conversation", [tag, "conversation_5"])
+    assert set(ids(recall(api, query="deploy notes", tags=tag, limit=10))) == {keep, draft, conv}
+    body = recall(api, query="deploy notes", tags=tag, limit=10, exclude_tags=f"{tag}-temp,conversation_5")
+    assert ids(body) == [keep] and body["exclude_tags"] == [f"{tag}-temp", "conversation_5"]
+    repeated = api.get("/recall", params=[("query", "deploy notes"), ("tags", tag), ("exclude_tags", f"{tag}-temp"),
+                                          ("exclude_tags", "conversation_5")]).json()
+    assert ids(repeated) == [keep]
+    # exclusion also holds for trending (no query)
+    assert ids(recall(api, tags=tag, exclude_tags=f"{tag}-temp,conversation_5")) == [keep]
+
+
+def test_time_query_and_explicit_window(api):
+    tag = scope()
+    old = store(api, "release retrospective old", [tag], timestamp=ago(days=40))
+    recent = store(api, "release retrospective recent", [tag], timestamp=ago(days=3))
+    yesterday = store(api, "release retrospective yesterday", [tag],
+                      timestamp=(datetime.now(timezone.utc).replace(hour=12, minute=0) - timedelta(days=1)).isoformat())
+    week = recall(api, query="release retrospective", tags=tag, time_query="last week", limit=10)
+    assert set(ids(week)) == {recent, yesterday} and week["time_window"]["start"]
+    assert ids(recall(api, query="release retrospective", tags=tag, time_query="yesterday")) == [yesterday]
+    assert set(ids(recall(api, query="release retrospective", tags=tag, time_query="last 60 days", limit=10))) == {old, recent, yesterday}
+    window = recall(api, tags=tag, start=ago(days=50), end=ago(days=20))
+    assert ids(window) == [old]
+    # a time window without a query lists newest first
+    timeline = recall(api, tags=tag, time_query="last 60 days", limit=10)
+    assert timeline["sort"] == "time_desc" and ids(timeline) == [yesterday, recent, old]
+    assert ids(recall(api, tags=tag, sort="time_asc", limit=10)) == [old, recent, yesterday]
+
+
+# --- lifecycle ----------------------------------------------------------------------------
+def test_expired_and_future_memories_hidden_unless_history(api):
+    tag = scope()
+    live = store(api, "office wifi password rotation", [tag])
+    expired = store(api, "office wifi password rotation expired", [tag], t_invalid=ago(days=1))
+    future = store(api, "office wifi password rotation future", [tag], t_valid=ago(days=-5))
+    current = recall(api, query="office wifi password", tags=tag, limit=10, state_debug="true")
+    assert ids(current) == [live]
+    reasons = {s["id"]: s["reason"] for s in current["state_filter"]["suppressed"]}
+    assert reasons == {expired: "expired", future: "not_yet_valid"}
+    history = recall(api, query="office wifi password", tags=tag, limit=10, state_mode="history")
+    assert set(ids(history)) == {live, expired, future} and "state_filter" not in history
+    legacy = recall(api, query="office wifi password", tags=tag, limit=10, state_mode="current", current_only="false")
+    assert legacy["state_mode"] == "history" and len(ids(legacy)) == 3
+
+
+def test_supersession_chain_resolves_to_head_with_provenance(api, stack):
+    tag = scope()
+    a = store(api, "the primary database is MySQL", [tag, f"{tag}-v1"])
+    b = store(api, "moved the primary database onto Postgres 14", [f"{tag}-v2"])
+    c = store(api, "upgraded the primary store onto Postgres 16", [f"{tag}-v3"])
+    link(stack, a, b, "INVALIDATED_BY")
+    link(stack, b, c, "EVOLVED_INTO")
+    body = recall(api, query="primary database MySQL", tags=f"{tag}-v1", state_debug="true")
+    assert ids(body) == [c]
+    head = body["results"][0]
+    assert head["match_type"] == "state_replacement" and head["state_replaces"] == a
+    assert head["relations"][0]["from"] == a
+    assert body["state_filter"]["replacement_count"] == 1
+    assert body["state_filter"]["suppressed"][0]["chain"] == [a, b, c]
+    assert ids(recall(api, query="primary database MySQL", tags=f"{tag}-v1", state_mode="history")) == [a]
+
+
+def test_supersession_cycle_is_safe(api, stack):
+    tag = scope()
+    a = store(api, "cycle memory alpha", [tag])
+    b = store(api, "cycle memory beta", [f"{tag}-b"])
+    link(stack, a, b, "EVOLVED_INTO")
+    link(stack, b, a, "EVOLVED_INTO")
+    body = recall(api, query="cycle memory alpha", tags=tag)
+    assert ids(body) == [b]  # a → b → (a: cycle closes) — b is the head reached
+
+
+# --- ranking controls --------------------------------------------------------------------
+def test_recency_bias_on_reranks_and_echoes(api):
+    tag = scope()
+    store(api, "standup schedule moved", [tag], timestamp=ago(days=30), importance=0.9)
+    store(api, "standup schedule moved again", [tag], timestamp=ago(days=1), importance=0.3)
+    plain = recall(api, query="standup schedule", tags=tag)
+    assert "recency_bias" not in plain and "temporal" not in plain["results"][0]["score_components"]
+    biased = recall(api, query="standup schedule", tags=tag, recency_bias="on")
+    assert biased["recency_bias"] == "on"
+    newest = next(r for r in biased["results"] if r["memory"]["content"].endswith("again"))
+    assert newest["score_components"]["temporal"] == 1.0
+    assert recall(api, query="latest standup schedule", tags=tag, recency_bias="auto")["recency_bias"] == "on"
+
+
+def test_min_score_and_score_filter(api):
+    tag = scope()
+    store(api, "quarterly budget review", [tag])
+    body = recall(api, query="quarterly budget", tags=tag, min_score=5)
+    assert body["count"] == 0 and body["score_filter"]["filtered_count"] >= 1
+
+
+def test_scope_fallback_fills_outside_scope(api):
+    tag, other = scope(), scope()
+    inside = store(api, "kubernetes ingress timeout fix", [tag])
+    outside = store(api, "kubernetes ingress timeout notes", [other])
+    scoped = recall(api, query="kubernetes ingress timeout", tags=tag, limit=3)
+    assert ids(scoped) == [inside] and "scope_fallback" not in scoped
+    body = recall(api, query="kubernetes ingress timeout", tags=tag, limit=3, scope_fallback="true")
+    assert body["scope_fallback"] is True and ids(body)[0] == inside
+    fills = [r for r in body["results"] if r.get("outside_tag_scope")]
+    assert outside in [r["id"] for r in fills] and all(r["id"] != inside for r in fills)
+
+
+# --- context ------------------------------------------------------------------------------
+def test_context_hints_and_priority_ids(api):
+    tag = scope()
+    plain = store(api, "error handling guideline for services", [tag], type="Pattern", importance=0.9)
+    style = store(api, "error handling style in python code", [tag, "python"], type="Style", importance=0.2)
+    unrelated = store(api, "lunch menu for friday", [tag], importance=0.1)
+    body = recall(api, query="error handling", tags=tag, active_path="src/app/main.py", limit=2)
+    assert ids(body)[0] == style
+    assert body["results"][0]["score_components"]["context"] > 0
+    assert body["context_priority"]["language"] == "python" and "style" in body["context_priority"]["context_types"]
+    # priority_ids: fetched although the search missed it, placed first, +0.9
+    prio = recall(api, query="error handling", tags=tag, priority_ids=unrelated, limit=3)
+    assert ids(prio)[0] == unrelated and prio["results"][0]["score_components"]["context"] >= 0.9
+    # ...but never past the filters
+    assert unrelated not in ids(recall(api, query="error handling", tags=f"{tag}-none", priority_ids=unrelated))
+    assert plain in ids(recall(api, query="error handling", tags=tag, limit=3))
+
+
+# --- many queries -------------------------------------------------------------------------
+def test_queries_dedup_and_auto_decompose(api):
+    tag = scope()
+    a = store(api, "Rachel works as a nurse at the hospital", [tag])
+    b = store(api, "Rachel likes hiking on weekends", [tag])
+    body = api.get("/recall", params=[("queries", "Rachel nurse"), ("queries", "Rachel hiking"), ("tags", tag),
+                                      ("limit", "5")]).json()
+    assert set(ids(body)) == {a, b} and body["dedup_removed"] >= 1 and body["queries"] == ["Rachel nurse", "Rachel hiking"]
+    decomposed = recall(api, query="What does Rachel do for work?", tags=tag, auto_decompose="true")
+    assert decomposed["queries"][0] == "What does Rachel do for work?" and "Rachel" in decomposed["queries"]
+
+
+# --- graph expansion ----------------------------------------------------------------------
+def test_expand_relations_thresholds_and_hydration(api, stack):
+    tag = scope()
+    seed = store(api, "chose redis streams for the event bus", [tag])
+    strong = store(api, "event bus consumer groups design", [f"{tag}-x"], importance=0.8)
+    weak = store(api, "unrelated weakly linked note", [f"{tag}-x"], importance=0.8)
+    minor = store(api, "low importance linked note", [f"{tag}-x"], importance=0.1)
+    similar = store(api, "similar but system generated", [f"{tag}-x"], importance=0.9)
+    link(stack, seed, strong, "RELATES_TO", 0.9)
+    link(stack, weak, seed, "LEADS_TO", 0.1)
+    link(stack, seed, minor, "PART_OF", 0.9)
+    link(stack, seed, similar, "SIMILAR_TO", 0.99)
+    plain = recall(api, query="redis streams event bus", tags=tag, limit=1)
+    assert ids(plain) == [seed] and "expansion" not in plain
+    assert {r["id"] for r in plain["results"][0]["relations"]} == {strong, weak, minor}  # hydrated, SIMILAR_TO not
+    body = recall(api, query="redis streams event bus", tags=tag, limit=1, expand_relations="true",
+                  expand_min_strength=0.5, expand_min_importance=0.5)
+    assert ids(body) == [seed, strong]
+    assert body["results"][1]["match_type"] == "relation" and body["results"][1]["expanded_from"] == seed
+    assert body["results"][1]["score_components"]["relation"] == 0.9
+    assert body["expansion"] == {"enabled": True, "seed_count": 1, "expanded_count": 1, "relation_limit": 5,
+                                 "expansion_limit": 25, "respect_tags": False}
+    everything = recall(api, query="redis streams event bus", tags=tag, limit=1, expand_relations="true")
+    assert set(ids(everything)[1:]) == {strong, weak, minor}
+    assert recall(api, query="redis streams event bus", tags=tag, limit=1, expand_relations="true",
+                  expand_respect_tags="true")["expansion"]["expanded_count"] == 0
+    assert len(ids(recall(api, query="redis streams event bus", tags=tag, limit=1, expand_relations="true",
+                          expansion_limit=1))) == 2
+
+
+def test_expand_entities(api):
+    tag = scope()
+    seed = store(api, "Sarah's sister is Rachel", [tag, "entity:people:rachel"],
+                 metadata={"entities": {"people": ["Rachel", "Sarah"]}})
+    job = store(api, "She works as a veterinary surgeon", [f"{tag}-other", "entity:people:rachel"])
+    body = recall(api, query="Sarah sister", tags=tag, limit=1, expand_entities="true")
+    assert ids(body)[0] == seed and job in ids(body)
+    expanded = next(r for r in body["results"] if r["id"] == job)
+    assert expanded["match_type"] == "entity_expansion" and expanded["expanded_from_entity"] == "rachel"
+    assert expanded["score_components"]["entity_expansion"] == 0.15
+    assert body["entity_expansion"]["enabled"] is True and "rachel" in body["entity_expansion"]["entities_found"]
+    assert "sarah" in body["entity_expansion"]["entities_found"]
+
+
+# --- side effects ---------------------------------------------------------------------------
+def test_last_accessed_updated_for_seeds_through_the_queue(api):
+    tag = scope()
+    memory_id = store(api, "access tracking target", [tag])
+    assert "last_accessed" not in api.get(f"/memory/{memory_id}").json()["memory"]
+    recall(api, query="access tracking target", tags=tag)
+    wait_until(lambda: api.get(f"/memory/{memory_id}").json()["memory"].get("last_accessed"), message="last_accessed")
+
+
+# --- score components -----------------------------------------------------------------------
+def test_result_shape(api):
+    tag = scope()
+    store(api, "shape of a result", [tag], metadata={"project": "shapes"})
+    result = recall(api, query="shape result", tags=tag)["results"][0]
+    assert set(result["score_components"]) >= {"vector", "keyword", "metadata", "relation", "tag", "importance",
+                                               "confidence", "recency", "exact", "relevance", "context", "evidence",
+                                               "relevance_gated"}
+    assert {"source", "match_score", "original_score", "score", "_query"} <= set(result)
+    assert "tags_lower" not in result["memory"] and "memory_id" not in result["memory"]
+    sidecar = recall(api, query="shapes", tags=tag)["results"][0]
+    assert sidecar["score_components"]["metadata"] == 1.0 and sidecar["score_components"]["exact"] == 1.0

@@ -1,0 +1,154 @@
+"""Recall's pure parts: time windows, state resolution, scope checks, decomposition, context, gate."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from pipeline.config import ContextBonuses
+from pipeline.graph import Scope, TagFilter
+from pipeline.query.context import ContextProfile, language_of
+from pipeline.query.decompose import decompose
+from pipeline.query.expansion import entity_keys
+from pipeline.query.filters import in_scope
+from pipeline.query.request import ContextHints
+from pipeline.query.scoring import apply_relevance_gate, has_temporal_intent, relative_recency
+from pipeline.query.state import resolve_heads, validity_reason
+from pipeline.query.timewindow import parse_time_query
+from pipeline.relations import AUTHORABLE_TYPES, DEFAULT_EXPAND_TYPES, known_types, pattern
+
+NOW = datetime(2025, 6, 18, 15, 30, tzinfo=timezone.utc)
+
+
+# --- time windows ------------------------------------------------------------------------
+@pytest.mark.parametrize("expression, start, end", [
+    ("today", datetime(2025, 6, 18, tzinfo=timezone.utc), NOW),
+    ("yesterday", datetime(2025, 6, 17, tzinfo=timezone.utc), datetime(2025, 6, 17, 23, 59, 59, 999999, tzinfo=timezone.utc)),
+    ("last week", NOW - timedelta(days=7), NOW),
+    ("Last 30 days", NOW - timedelta(days=30), NOW),
+    ("past 2 weeks", NOW - timedelta(days=14), NOW),
+    ("since March", datetime(2025, 3, 1, tzinfo=timezone.utc), NOW),
+    ("since september", datetime(2024, 9, 1, tzinfo=timezone.utc), NOW),  # a month not yet reached: last year's
+    ("March 2024", datetime(2024, 3, 1, tzinfo=timezone.utc), datetime(2024, 3, 31, 23, 59, 59, 999999, tzinfo=timezone.utc)),
+    ("this month", datetime(2025, 6, 1, tzinfo=timezone.utc), NOW),
+    ("before 2024", None, datetime(2024, 1, 1, tzinfo=timezone.utc)),
+])
+def test_time_expressions(expression, start, end):
+    window = parse_time_query(expression, NOW)
+    assert window is not None and window.start == start and window.end == end
+
+
+@pytest.mark.parametrize("expression", ["", "whenever", "the blue one", "banana bread"])
+def test_unknown_time_expressions_are_none(expression):
+    assert parse_time_query(expression, NOW) is None
+
+
+def test_specific_date_is_that_day():
+    window = parse_time_query("15 January 2025", NOW)
+    assert window.start == datetime(2025, 1, 15, tzinfo=timezone.utc)
+    assert window.end.date() == window.start.date()
+
+
+# --- lifecycle ------------------------------------------------------------------------------
+def test_validity_reasons():
+    now = NOW.timestamp()
+    assert validity_reason({}, now) is None
+    assert validity_reason({"archived": True}, now) == "archived"
+    assert validity_reason({"t_invalid": "2025-06-01T00:00:00+00:00"}, now) == "expired"
+    assert validity_reason({"t_valid": "2025-07-01T00:00:00Z"}, now) == "not_yet_valid"
+    assert validity_reason({"t_valid": "2025-01-01T00:00:00Z", "t_invalid": "2026-01-01T00:00:00Z"}, now) is None
+
+
+def _lookup(edges: dict[str, str], memories: dict[str, dict], calls: list):
+    def lookup(ids):
+        calls.append(list(ids))
+        return {i: ("EVOLVED_INTO", memories[edges[i]]) for i in ids if i in edges}
+    return lookup
+
+
+def test_chain_resolves_to_head_and_stops_at_five_hops():
+    memories = {f"m{i}": {"id": f"m{i}"} for i in range(10)}
+    edges = {f"m{i}": f"m{i + 1}" for i in range(9)}
+    calls: list = []
+    heads = resolve_heads(["m0", "m7"], _lookup(edges, memories, calls), NOW.timestamp(), lambda m: True)
+    assert heads["m0"].head["id"] == "m5" and heads["m0"].chain == ("m0", "m1", "m2", "m3", "m4", "m5")
+    assert heads["m7"].head["id"] == "m9"
+    assert len(calls) <= 5  # one lookup per hop, shared by all chains
+
+
+def test_cycle_is_safe_and_inactive_heads_do_not_supersede():
+    memories = {"a": {"id": "a"}, "b": {"id": "b"}, "c": {"id": "c", "t_invalid": "2020-01-01T00:00:00Z"}}
+    heads = resolve_heads(["a"], _lookup({"a": "b", "b": "a"}, memories, []), NOW.timestamp(), lambda m: True)
+    assert heads["a"].head["id"] == "b"
+    # a → c where c expired: a is not superseded by anything active
+    assert resolve_heads(["a"], _lookup({"a": "c"}, memories, []), NOW.timestamp(), lambda m: True) == {}
+    # a → b → c(expired): the last active link wins
+    assert resolve_heads(["a"], _lookup({"a": "b", "b": "c"}, memories, []), NOW.timestamp(), lambda m: True)["a"].head["id"] == "b"
+
+
+# --- scope ------------------------------------------------------------------------------------
+def test_in_scope_mirrors_store_filters():
+    memory = {"tags": ["Slack:Channel:General", "temp:draft"], "timestamp": "2025-06-01T00:00:00+00:00", "type": "Context"}
+    assert in_scope(memory, Scope(TagFilter(("slack",))))
+    assert not in_scope(memory, Scope(TagFilter(("slack",), match="exact")))
+    assert in_scope(memory, Scope(TagFilter(("slack:channel:general",), match="exact")))
+    assert not in_scope(memory, Scope(TagFilter(("slack", "other"), mode="all")))
+    assert not in_scope(memory, Scope(exclude_tags=("TEMP",)))
+    assert in_scope(memory, Scope(exclude_tags=("tem",)))  # segment prefixes, not string prefixes
+    assert not in_scope(memory, Scope(start_epoch=datetime(2025, 6, 2, tzinfo=timezone.utc).timestamp()))
+    assert not in_scope(memory, Scope(excluded_types=frozenset({"Context"})))
+    assert not in_scope({**memory, "archived": True}, Scope())
+    assert in_scope(memory, Scope(TagFilter(("nope",))), check_tags=False)
+
+
+# --- decomposition, entities, context -------------------------------------------------------
+def test_decompose_follows_the_spec_example():
+    assert decompose("React OAuth authentication patterns") == [
+        "React OAuth authentication patterns", "react", "oauth", "authentication"]
+    assert decompose("What does Amanda's sister do?") == ["What does Amanda's sister do?", "Amanda", "Amanda sister"]
+
+
+def test_entity_keys_from_tags_and_metadata():
+    keys = entity_keys([
+        {"tags": ["entity:people:rachel", "x"], "metadata": {}},
+        {"tags": [], "metadata": {"entities": {"people": ["Rachel", "Sarah Jones"], "organizations": ["Platform Team"]}}},
+    ])
+    assert keys == [("entity:people:rachel", "rachel"), ("entity:people:sarah-jones", "sarah jones"),
+                    ("entity:organizations:platform-team", "platform team")]
+
+
+def test_context_profile_language_and_priority():
+    assert language_of("src/auth.ts") == "typescript" and language_of("README") is None
+    profile = ContextProfile.build(ContextHints(active_path="src/auth.ts", priority_ids=("p1",)), ContextBonuses())
+    style = {"id": "s", "type": "Style", "tags": ["typescript"], "content": "use strict null checks"}
+    assert profile.bonus(style) == pytest.approx(0.2 + 0.15 + 0.1)
+    assert profile.bonus({"id": "p1", "content": "x"}) == pytest.approx(0.9)
+    assert profile.bonus({"id": "other", "content": "x"}) == 0.0
+    assert not ContextProfile.build(ContextHints(), ContextBonuses()).active
+
+
+# --- scoring controls -------------------------------------------------------------------------
+def test_relevance_gate_ramps_query_independent_components():
+    components = {"evidence": 0.1, "importance": 1.0, "confidence": 1.0, "recency": 1.0, "tag": 1.0, "vector": 0.1,
+                  "relevance_gated": False}
+    apply_relevance_gate(components, 0.4)
+    assert components["importance"] == pytest.approx(0.25) and components["vector"] == 0.1
+    assert components["relevance_gated"] is True
+    strong = {"evidence": 0.9, "importance": 1.0, "confidence": 1.0, "recency": 1.0, "tag": 1.0, "relevance_gated": False}
+    apply_relevance_gate(strong, 0.4)
+    assert strong["importance"] == 1.0 and strong["relevance_gated"] is False
+
+
+def test_relative_recency_and_temporal_intent():
+    assert relative_recency([10.0, 20.0, None, 15.0]) == [0.0, 1.0, 0.0, 0.5]
+    assert relative_recency([5.0, 5.0]) is None
+    assert has_temporal_intent("what is the latest deploy plan") and not has_temporal_intent("deploy plan")
+
+
+# --- relation registry ------------------------------------------------------------------------
+def test_relation_registry():
+    assert len(AUTHORABLE_TYPES) == 11 and "SIMILAR_TO" not in DEFAULT_EXPAND_TYPES
+    assert set(DEFAULT_EXPAND_TYPES) == set(AUTHORABLE_TYPES)
+    assert known_types(["relates_to", "Bogus", "SIMILAR_TO"]) == (["RELATES_TO", "SIMILAR_TO"], ["Bogus"])
+    assert pattern(["RELATES_TO", "x) DETACH DELETE (n"]) == ":RELATES_TO"
