@@ -275,6 +275,7 @@ class Settings(BaseSettings):
     def slack_noise_subtypes(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.slack_skip_subtypes.split(",") if t.strip())
 
+    @property
     def scope_prefixes(self) -> tuple[str, ...]:
         return tuple(p.strip().lower() for p in self.scope_tag_prefixes.split(",") if p.strip())
 

@@ -12,7 +12,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import VECTORS_QUEUE
-from pipeline.packing import vector_of
+from pipeline.packing import pack_vector, vector_of
 from pipeline.resilience import store_call
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
 from pipeline.vectors import VectorPoint, vector_payload
@@ -45,7 +45,8 @@ def _start_enrichment(svc, items: list[dict[str, Any]]) -> None:
 
     queue_enrichment(svc, [item["id"] for item in items])
     if svc.settings.similar_to_limit > 0:
-        link_similar.send([{"id": item["id"], "vector": item["vector"]} for item in items])
+        # The vector travels packed, as between the other stages; nothing is re-embedded.
+        link_similar.send([{"id": item["id"], "vector_f32": pack_vector(vector_of(item))} for item in items])
 
 
 @dramatiq.actor(queue_name=VECTORS_QUEUE)

@@ -18,6 +18,7 @@ from pipeline.actors.context import services
 from pipeline.broker import SIMILARITY_QUEUE
 from pipeline.edges import Link, merge_links
 from pipeline.relations import BY_NAME
+from pipeline.packing import vector_of
 from pipeline.resilience import store_call
 from pipeline.vectors import VectorQuery, VectorStore
 
@@ -38,5 +39,5 @@ def link_similar(items: list[dict[str, Any]]) -> None:
     links: list[Link] = []
     for item in items:
         if item["id"] not in skipped:
-            links += store_call(nearest_links)(svc.vectors, item["id"], item["vector"], s.similar_to_threshold, s.similar_to_limit)
+            links += store_call(nearest_links)(svc.vectors, item["id"], vector_of(item), s.similar_to_threshold, s.similar_to_limit)
     store_call(merge_links)(svc.graph, BY_NAME["SIMILAR_TO"], links, datetime.now(timezone.utc).isoformat())

@@ -17,6 +17,7 @@ from pipeline.graph import GraphStore, Scope
 from pipeline.query.candidates import Candidate, CandidateSources
 from pipeline.query.context import ContextProfile
 from pipeline.query.decompose import decompose
+from pipeline.query.dedup import collapse_duplicates
 from pipeline.query.expansion import expand_entities, expand_relations
 from pipeline.query.filters import matches_tags
 from pipeline.query.graph_reads import neighbours
@@ -112,6 +113,8 @@ class RecallEngine:
                         pool[row.id] = row
         rows = list(pool.values())
         order_rows(rows, sort)
+        rows, folded = collapse_duplicates(rows)
+        dedup_removed += folded
 
         recency_active = self._recency_active(request, sort, rows)
         if recency_active:

@@ -68,25 +68,23 @@ def test_entities_type_and_vector_payload(api):
     assert patched == ["renamed", "entity:people:sarah", "entity:people:rachel"]
 
 
-def test_multi_hop_sisters_job_through_entity_tags(api):
-    """The spec's "What is Sarah's sister's job?", from memories written only via POST /memory.
-
-    Recall's ``expand_entities`` (another issue) walks exactly these two hops; here a client
-    does them by hand, so the test shows the data it needs is there.
-    """
+def test_multi_hop_sisters_job_through_expand_entities(api):
+    """The spec's "What is Sarah's sister's job?", from memories written only via POST /memory."""
     tag = scope()
     seed = store(api, "Sarah's sister is Rachel.", tags=[tag])
     job = store(api, "Rachel works as a dentist in Austin.", tags=[tag])
     store(api, "The team standup moved to ten o'clock.", tags=[tag])
     enriched(api, seed)
     enriched(api, job)
-    first = api.get("/recall", params={"query": "What is Sarah's sister's job?", "tags": tag, "limit": 1}).json()
-    assert first["results"][0]["id"] == seed
-    people = first["results"][0]["memory"]["metadata"]["entities"]["people"]
-    assert "Rachel" in people
-    hop = api.get("/recall", params={"query": "job", "tags": "entity:people:rachel", "tag_match": "exact", "limit": 5}).json()
-    hop_ids = [r["id"] for r in hop["results"]]
-    assert job in hop_ids and "dentist" in hop["results"][hop_ids.index(job)]["memory"]["content"]
+    params = {"query": "What is Sarah's sister's job?", "tags": tag, "limit": 1, "expand_entities": "true",
+              "expand_respect_tags": "true"}  # keep the hop inside this test's memories
+    body = api.get("/recall", params=params).json()
+    assert body["results"][0]["id"] == seed
+    assert "rachel" in body["entity_expansion"]["entities_found"]
+    expanded = {r["id"]: r for r in body["results"] if r["match_type"] == "entity_expansion"}
+    assert job in expanded, body["results"]
+    assert expanded[job]["expanded_from_entity"] == "rachel"
+    assert "dentist" in expanded[job]["memory"]["content"]
 
 
 def test_similar_to_links_near_duplicates_only(api):
@@ -140,6 +138,11 @@ def test_exact_duplicates_point_at_the_original(api):
     assert "duplicate_of" not in enriched(api, elsewhere)
     exact = related(api, copy, relationship_types="SIMILAR_TO")
     assert any(r["id"] == original and r["strength"] == 1.0 for r in exact)
+    # recall collapses the pair: one result, the other listed in deduped_from
+    body = api.get("/recall", params={"query": "postgres billing", "tags": session, "limit": 5}).json()
+    assert body["count"] == 1 and body["dedup_removed"] == 1
+    shown = body["results"][0]
+    assert {shown["id"], *shown["deduped_from"]} == {original, copy}
 
 
 def test_long_content_gets_an_extractive_summary_recall_returns(api):

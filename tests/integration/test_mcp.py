@@ -147,10 +147,8 @@ def test_tool_errors_are_is_error_results_with_the_rest_message(stack):
             "empty_content": await session.call_tool("store_memory", {"content": "   "}),
             "update_nothing": await session.call_tool("update_memory", {"memory_id": "no-such-memory"}),
             "unknown_tool": await session.call_tool("forget_everything", {}),
-            # Routes other issues add; until they land the REST answer is a 404 and the tool says so.
-            "enumeration_pending_route": await session.call_tool("recall_memory", {"tags": ["a"], "exhaustive": True}),
-            "associate_pending_route": await session.call_tool(
-                "associate_memories", {"memory1_id": "a", "memory2_id": "b", "type": "RELATES_TO", "strength": 0.9}),
+            "associate_missing_memories": await session.call_tool(
+                "associate_memories", {"memory1_id": "no-such-a", "memory2_id": "no-such-b", "type": "RELATES_TO", "strength": 0.9}),
         }
 
     answers = run(stack, scenario)
@@ -162,8 +160,30 @@ def test_tool_errors_are_is_error_results_with_the_rest_message(stack):
     assert text_of(answers["empty_content"]) == "400: content: must not be empty"
     assert text_of(answers["update_nothing"]).startswith("400: body: give at least one")
     assert "unknown tool" in text_of(answers["unknown_tool"])
-    assert text_of(answers["enumeration_pending_route"]).startswith("404:")
-    assert text_of(answers["associate_pending_route"]).startswith("404:")
+    assert text_of(answers["associate_missing_memories"]).startswith("404:")
+
+
+def test_associate_and_enumeration_tools(stack):
+    tag = scope()
+    with stack.client() as api:
+        ids = [api.post("/memory", json={"content": f"enumerated {i}", "tags": [tag]}).json()["memory_id"] for i in range(3)]
+
+    async def scenario(session):
+        return {
+            "link": await session.call_tool(
+                "associate_memories", {"memory1_id": ids[0], "memory2_id": ids[1], "type": "LEADS_TO", "strength": 0.7}),
+            "page": await session.call_tool("recall_memory", {"tags": [tag], "exhaustive": True, "limit": 2, "format": "json"}),
+        }
+
+    answers = run(stack, scenario)
+    assert not answers["link"].is_error, text_of(answers["link"])
+    with stack.client() as api:
+        related = api.get(f"/memories/{ids[0]}/related", params={"relationship_types": "LEADS_TO"}).json()["related_memories"]
+    assert [r["id"] for r in related] == [ids[1]]
+    page = answers["page"].structured_content
+    assert not answers["page"].is_error and page["mode"] == "enumeration"
+    assert page["count"] == 2 and page["has_more"] is True and page["next_offset"] == 2
+    assert {r["memory_id"] for r in page["results"]} <= set(ids)
 
 
 def test_health_tool(stack):

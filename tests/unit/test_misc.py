@@ -59,3 +59,9 @@ def test_two_clocks_enqueue_a_job_once_per_interval():
     assert first.tick(now=9000.0) == []  # not due yet
     assert second.tick(now=10801.0) == ["decay"]
     assert len(runs) == 2
+
+
+def test_derived_settings_are_values_not_methods():
+    settings = Settings(scope_tag_prefixes="Session, conversation")
+    assert settings.scope_prefixes == ("session", "conversation")
+    assert isinstance(settings.excluded_types, frozenset) and isinstance(settings.slack_noise_subtypes, frozenset)

@@ -152,3 +152,19 @@ def test_relation_registry():
     assert set(DEFAULT_EXPAND_TYPES) == set(AUTHORABLE_TYPES)
     assert known_types(["relates_to", "Bogus", "SIMILAR_TO"]) == (["RELATES_TO", "SIMILAR_TO"], ["Bogus"])
     assert pattern(["RELATES_TO", "x) DETACH DELETE (n"]) == ":RELATES_TO"
+
+
+def test_exact_duplicates_collapse_to_the_best_scored_member():
+    from pipeline.query.candidates import Candidate
+    from pipeline.query.dedup import collapse_duplicates
+    from pipeline.query.response import Scored
+
+    def row(memory_id, score, duplicate_of=None):
+        memory = {"id": memory_id, "content": "same words", "duplicate_of": duplicate_of}
+        return Scored(Candidate(memory, "vector", "vector"), {}, score)
+
+    rows = [row("copy-2", 0.9, "orig"), row("orig", 0.8), row("other", 0.7), row("copy-1", 0.6, "orig")]
+    kept, folded = collapse_duplicates(rows)
+    assert [r.id for r in kept] == ["copy-2", "other"]
+    assert folded == 2
+    assert kept[0].candidate.extra["deduped_from"] == ["copy-1", "orig"]
