@@ -29,6 +29,11 @@ FLOAT_INDEXES = ("timestamp_epoch", "importance")
 ARCHIVED = "archived"
 
 
+def archived_payload(at: str) -> dict[str, Any]:
+    """The payload fields that mark a point archived (and out of every search)."""
+    return {"archived": True, "archived_at": at, "lifecycle": ARCHIVED}
+
+
 @dataclass(frozen=True)
 class VectorPoint:
     memory_id: str

@@ -16,6 +16,7 @@ from pipeline.maintenance.decay import score_page
 from pipeline.maintenance.policy import ARCHIVE, DELETE, PROTECTED, ForgetPolicy
 from pipeline.records import iso
 from pipeline.resilience import store_call
+from pipeline.vectors import archived_payload
 
 
 def forget_step(ctx: RunContext, cursor: Any) -> StepResult:
@@ -40,7 +41,7 @@ def forget_step(ctx: RunContext, cursor: Any) -> StepResult:
     if verdicts[ARCHIVE]:
         store_call(graph_ops.archive)(graph, verdicts[ARCHIVE], iso(ctx.now))
         ctx.outbox.patch_payloads({
-            m: {"archived": True, "archived_at": iso(ctx.now), "relevance_score": scores[m]} for m in verdicts[ARCHIVE]
+            m: {**archived_payload(iso(ctx.now)), "relevance_score": scores[m]} for m in verdicts[ARCHIVE]
         })
     if verdicts[DELETE]:
         ctx.services.tracker.tombstone(verdicts[DELETE])  # a write still in flight for it is dropped too

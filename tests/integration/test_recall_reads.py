@@ -57,7 +57,7 @@ def test_related_depth_types_and_errors(api, stack):
     link(stack, b, c, "LEADS_TO", 0.6)
     link(stack, a, d, "SIMILAR_TO", 0.9)
     one = api.get(f"/memories/{a}/related").json()
-    assert [m["id"] for m in one["related_memories"]] == [b] and one["related_memories"][0]["relation"] == "RELATES_TO"
+    assert [m["id"] for m in one["related_memories"]] == [b] and one["related_memories"][0]["relation_type"] == "RELATES_TO"
     two = api.get(f"/memories/{a}/related", params={"max_depth": 2}).json()
     assert {m["id"]: m["depth"] for m in two["related_memories"]} == {b: 1, c: 2}
     similar = api.get(f"/memories/{a}/related", params={"relationship_types": "similar_to"}).json()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import Settings
-from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
+from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, archived_payload, vector_payload
 
 pytestmark = pytest.mark.integration
 SIZE = 8
@@ -43,11 +43,11 @@ def test_scroll_retrieve_patch_count_and_archived_exclusion(vectors):
     assert set(found) == {"m1", "m2"} and found["m1"].vector is None
     assert vectors.count_memories(frozenset({"MetaPattern"})) == 7 and vectors.count() == 8
 
-    vectors.set_payloads({"m1": {"relevance_score": 0.25}, "m2": {"archived": True, "archived_at": "2026-01-01"}})
+    vectors.set_payloads({"m1": {"relevance_score": 0.25}, "m2": archived_payload("2026-01-01")})
     assert vectors.retrieve(["m1"])["m1"].payload["relevance_score"] == 0.25
     near_m2 = [0.0] * SIZE
     near_m2[2] = 1.0
     hits = [h.memory_id for h in vectors.search(VectorQuery(near_m2, 8))]
     assert "m2" not in hits and "m1" in hits  # archived points are out of every search
     archived = point(3, archived=True)
-    assert archived.payload["archived_at"]  # what the Edge filter keys on
+    assert archived.payload["lifecycle"] == "archived"  # what every search filters on
