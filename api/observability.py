@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.auth import ApiAuth
 from pipeline.config import Settings
 from pipeline.observability.logs import configure_logging, redact
+from pipeline.observability.drift_stats import DriftCollector
 from pipeline.observability.queue_stats import QueueCollector
 
 access_log = logging.getLogger("mempipe.access")
@@ -64,6 +65,12 @@ class AccessLog:
             )
 
 
+def _last_sync(app: FastAPI):
+    from api.maintenance import run_store  # imported late: it pulls in the maintenance actors
+
+    return run_store(app.state.services).last_finished("sync")
+
+
 def install_observability(app: FastAPI, settings: Settings) -> None:
     """Logging, request ids, HTTP metrics and ``/metrics`` for this app."""
     configure_logging(settings, role="web")
@@ -78,6 +85,7 @@ def install_observability(app: FastAPI, settings: Settings) -> None:
 
     queue_registry = CollectorRegistry(auto_describe=False)
     queue_registry.register(QueueCollector(lambda: app.state.services.broker_redis))
+    queue_registry.register(DriftCollector(lambda: _last_sync(app)))
     router = APIRouter(tags=["operations"], dependencies=[] if settings.metrics_public else [ApiAuth])
 
     @router.get("/metrics", summary="Prometheus metrics (API token unless METRICS_PUBLIC)", include_in_schema=True)

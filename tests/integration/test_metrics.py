@@ -114,3 +114,15 @@ def test_dead_letters_retries_and_embedding_errors_are_counted(servers):
         assert value(worker_text, "mempipe_embedding_errors_total", provider="openai") >= 2
     finally:
         stack.stop()
+
+
+def test_drift_counts_from_the_last_sync(stack, api):
+    from tests.stack import ADMIN_TOKEN
+
+    run = api.post("/admin/sync", headers={"X-Admin-Token": ADMIN_TOKEN}, json={"dry_run": True})
+    assert run.status_code == 200, run.text
+    drift = run.json()["drift"]
+    text = api.get("/metrics").text
+    for kind in ("orphan_vector", "payload_mismatch", "stale_content", "missing_vector"):
+        assert value(text, "mempipe_drift_memories", kind=kind) == drift[kind]["count"]
+    assert value(text, "mempipe_drift_last_sync_timestamp_seconds") > time.time() - 300

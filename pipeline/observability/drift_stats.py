@@ -1,0 +1,39 @@
+"""Drift between the graph and the vector index, as the last sync run found it, at scrape time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable
+
+
+class DriftCollector:
+    """Exports the last finished sync's counts by kind (``mempipe_drift_memories{kind=…}``)."""
+
+    def __init__(self, last_sync: Callable[[], dict[str, Any] | None]):
+        self._last_sync = last_sync
+
+    def describe(self):
+        return []  # computed at scrape
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        from pipeline.maintenance.sync import DRIFT_KINDS
+
+        drift = GaugeMetricFamily(
+            "mempipe_drift_memories", "Drift found by the last sync run, by kind (dry runs included).", labels=["kind"]
+        )
+        finished = GaugeMetricFamily("mempipe_drift_last_sync_timestamp_seconds", "When the last sync run finished.")
+        try:
+            last = self._last_sync()
+        except Exception:  # the broker being down is reported by mempipe_broker_up
+            last = None
+        if last is None:
+            return
+        counts = last.get("counts") or {}
+        for kind in DRIFT_KINDS:
+            drift.add_metric([kind], float(counts.get(kind, 0)))
+        yield drift
+        if last.get("finished_at"):
+            finished.add_metric([], datetime.fromisoformat(last["finished_at"]).timestamp())
+            yield finished
