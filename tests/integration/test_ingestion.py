@@ -245,7 +245,7 @@ def test_admin_upload_of_a_zip(make_stack, tmp_path):
         assert response.status_code == 200, response.text
         summary = response.json()["summary"]
         assert summary["messages"] == _export_messages(export) and summary["reconciles"] and summary["imported"] > 1000
-        wait_until(lambda: _settled(api, summary["imported"]), timeout=120, message="uploaded import recallable")
+        wait_until(lambda: _settled(api, summary["imported"]), timeout=300, message="uploaded import recallable")
         # the background form: a job id, then its status
         job = api.post("/admin/import/slack", content=archive.read_bytes(), headers=admin)
         assert job.status_code == 202
