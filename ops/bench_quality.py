@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token", help="API token for --url")
     parser.add_argument("--provider", default="local", choices=("local", "hash"))
     parser.add_argument("--limit-conversations", type=int)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for the stack this command starts (repeatable), e.g. RECALL_KEYWORD_SEARCH=always")
     args = parser.parse_args(argv)
     conversations = load(args.data)[: args.limit_conversations]
 
@@ -123,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         from tests.stack import Servers, Stack
 
         servers = Servers.start(Path(tempfile.mkdtemp(prefix="mempipe-quality-")))
-        stack = Stack.create(servers, EMBEDDING_PROVIDER=args.provider)
+        overrides = dict(item.split("=", 1) for item in args.env)
+        stack = Stack.create(servers, EMBEDDING_PROVIDER=args.provider, **overrides)
         try:
             stack.start_web(timeout=300)
             stack.start_worker(threads=2)
@@ -134,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             servers.stop()
 
     report["provider"] = args.provider
+    report["settings"] = dict(item.split("=", 1) for item in args.env)
     report["conversations"] = [name for name, _ in conversations]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench_quality.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))

@@ -101,8 +101,11 @@ class QuerySearch:
         if scoped and ctx.vector_status.enabled:
             ctx.pool_size_hint = (ctx.pool_size_hint or 0) + len(pool)
         seen = {c.id for c in pool}
-        if text and (self._policy.keyword_mode == "always" or len(pool) < request.limit):
-            pool += [c for c in self._sources.keyword(keywords, ctx.scope, fetch - len(pool), text) if c.id not in seen]
+        always = self._policy.keyword_mode == "always"
+        if text and (always or len(pool) < request.limit):
+            # "fill" tops the pool up to the fetch size; "always" brings its own full share
+            slots = fetch if always else fetch - len(pool)
+            pool += [c for c in self._sources.keyword(keywords, ctx.scope, slots, text) if c.id not in seen]
             seen = {c.id for c in pool}
         if text and self._policy.metadata_enabled:
             slots = max(1, min(request.limit, 10))
