@@ -1,4 +1,4 @@
-"""Reading a JSON body with a size bound and a clear error for malformed input."""
+"""Reading a request body with a size bound, and JSON with a clear error for malformed input."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from fastapi import Request
 from pipeline.errors import PayloadTooLarge, ValidationError
 
 
-async def read_json(request: Request, max_bytes: int) -> Any:
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The raw body, refused with 413 as soon as it is known to exceed ``max_bytes``."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise PayloadTooLarge(f"body: {declared} bytes exceeds the limit of {max_bytes}")
@@ -20,7 +21,11 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         if size > max_bytes:
             raise PayloadTooLarge(f"body: exceeds the limit of {max_bytes} bytes")
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, max_bytes: int) -> Any:
+    raw = await read_body(request, max_bytes)
     if not raw.strip():
         raise ValidationError("body: expected a JSON object")
     try:

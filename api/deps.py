@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from fastapi import Request
 
 from pipeline.config import Settings
+from pipeline.errors import MempipeError, Unavailable
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from api.writes import WritePath
@@ -28,3 +31,13 @@ def get_writes(request: Request) -> "WritePath":
 
 def get_engine(request: Request) -> "RecallEngine":
     return request.app.state.engine
+
+
+def graph_call(call: Callable[[], T]) -> T:
+    """Run a graph read for a route: a store failure becomes 503, our own errors pass through."""
+    try:
+        return call()
+    except MempipeError:
+        raise
+    except Exception as exc:
+        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None

@@ -11,25 +11,14 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import ORJSONResponse
 
 from api.auth import ApiAuth
-from api.deps import get_services
+from api.deps import get_services, graph_call
 from api.params import choice, int_param, list_param
-from pipeline.errors import NotFound, Unavailable, ValidationError
+from pipeline.errors import ValidationError
 from pipeline.query import browse
-from pipeline.query.graph_reads import related
-from pipeline.relations import AUTHORABLE_TYPES, known_types
 from pipeline.services import Services
 
 router = APIRouter(dependencies=[ApiAuth], tags=["recall"])
 ENUMERATION_MAX = 200
-
-
-def _graph_call(call):
-    try:
-        return call()
-    except (ValidationError, NotFound):
-        raise
-    except Exception as exc:
-        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
 
 
 @router.get("/memory/by-tag", summary="Every memory carrying any of the tags (exact, case-insensitive), paginated")
@@ -41,16 +30,16 @@ def memories_by_tag(request: Request, services: Annotated[Services, Depends(get_
     choice(request, "tag_mode", ("any",), "any")
     limit = int_param(request, "limit", 20, 1, ENUMERATION_MAX, clamp_high=True)
     offset = int_param(request, "offset", 0, 0)
-    body = _graph_call(lambda: browse.by_tag(services.graph, tags, limit, offset, services.settings.excluded_types))
+    body = graph_call(lambda: browse.by_tag(services.graph, tags, limit, offset, services.settings.excluded_types))
     return ORJSONResponse(body)
 
 
 @router.get("/startup-recall", summary="Critical lessons and system rules for the start of a session")
 def startup_recall(request: Request, services: Annotated[Services, Depends(get_services)]):
     limit = int_param(request, "limit", 10, 1, 50, clamp_high=True)
-    return ORJSONResponse(_graph_call(lambda: browse.startup_recall(services.graph, services.settings.excluded_types, limit)))
+    return ORJSONResponse(graph_call(lambda: browse.startup_recall(services.graph, services.settings.excluded_types, limit)))
 
 
 @router.get("/analyze", summary="Analytics over all memories: types, preferences, time, entities, confidence")
 def analyze(services: Annotated[Services, Depends(get_services)]):
-    return ORJSONResponse(_graph_call(lambda: browse.analyze(services.graph, services.settings.excluded_types)))
+    return ORJSONResponse(graph_call(lambda: browse.analyze(services.graph, services.settings.excluded_types)))

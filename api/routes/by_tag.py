@@ -15,8 +15,8 @@ from fastapi.responses import ORJSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
-from api.deps import get_services
-from pipeline.errors import Unavailable, ValidationError
+from api.deps import get_services, graph_call
+from pipeline.errors import ValidationError
 from pipeline.graph import TagFilter
 from pipeline.maintenance import graph_ops
 from pipeline.services import Services
@@ -36,13 +36,6 @@ def _tag_filter(tags: list[str] | None, mode: str, match: str) -> TagFilter:
     return TagFilter(tuple(dict.fromkeys(flat)), mode, match)
 
 
-def _graph_call(fn, *args):
-    try:
-        return fn(*args)
-    except Exception as exc:
-        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
-
-
 @router.delete("/memory/by-tag", summary="Delete every memory carrying the given tags")
 async def delete_by_tag(
     services: Annotated[Services, Depends(get_services)],
@@ -56,7 +49,7 @@ async def delete_by_tag(
 
     def delete_all() -> int:
         after, count = None, 0
-        while ids := _graph_call(graph_ops.ids_by_tag, services.graph, tag_filter, after, DELETE_PAGE):
+        while ids := graph_call(lambda: graph_ops.ids_by_tag(services.graph, tag_filter, after, DELETE_PAGE)):
             services.tracker.tombstone(ids)
             delete_memories.send(ids)
             count += len(ids)

@@ -9,7 +9,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import ORJSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool
-from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json

@@ -22,6 +22,7 @@ from slack_sdk.signature import SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import AdminAuth
+from api.body import read_body
 from api.deps import get_services, get_writes
 from api.routes.batch import ingest_batch
 from api.writes import WritePath
@@ -46,16 +47,6 @@ def _rules(services: Services) -> MappingRules:
     return MappingRules(settings.slack_noise_subtypes, settings.memory_content_hard_limit)
 
 
-async def _read_raw(request: Request, max_bytes: int) -> bytes:
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise PayloadTooLarge(f"body: exceeds the limit of {max_bytes} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 # --- Events API -------------------------------------------------------------------------
 
 
@@ -75,7 +66,7 @@ async def slack_events(
     writes: Annotated[WritePath, Depends(get_writes)],
 ):
     settings = services.settings
-    raw = await _read_raw(request, settings.max_request_bytes)
+    raw = await read_body(request, settings.max_request_bytes)
     if not _signed_by_slack(settings.slack_signing_secret, raw, request):
         raise Unauthorized("invalid or stale Slack signature")
     try:

@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
-from api.deps import get_services, get_writes
+from api.deps import get_services, get_writes, graph_call
 from api.writes import WritePath
-from pipeline.errors import Conflict, NotFound, Unavailable
+from pipeline.errors import Conflict, NotFound
 from pipeline.records import build_new_record, build_patch
 from pipeline.services import Services
 
@@ -22,10 +22,7 @@ WaitParam = Annotated[bool, Query(description="Wait (bounded by WRITE_WAIT_SECON
 
 
 def _graph_lookup(services: Services, memory_id: str) -> dict[str, Any] | None:
-    try:
-        return services.graph.get_memory(memory_id)
-    except Exception as exc:
-        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
+    return graph_call(lambda: services.graph.get_memory(memory_id))
 
 
 def _pending_view(record: dict[str, Any]) -> dict[str, Any]:

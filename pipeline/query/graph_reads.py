@@ -85,24 +85,3 @@ def replacements(graph: GraphStore, memory_ids: list[str]) -> dict[str, tuple[st
         "RETURN id, newest[0], newest[1]"
     )
     return {row[0]: (row[1], memory_from_row(row[2])) for row in graph.read(cypher, {"ids": memory_ids})}
-
-
-def related(graph: GraphStore, memory_id: str, types: tuple[str, ...], max_depth: int, limit: int) -> list[dict[str, Any]]:
-    """Memories within ``max_depth`` hops over ``types``, nearest first."""
-    depth = int(max_depth)  # a bounded int from the validated request, not free text
-    cypher = (
-        f"MATCH p = (s:Memory {{id: $id}})-[{pattern(types)}*1..{depth}]-(o:Memory) "
-        "WHERE o.id <> $id "
-        "WITH o, p ORDER BY length(p) ASC "
-        "WITH o, collect(p)[0] AS path "
-        "WITH o, length(path) AS depth, relationships(path) AS rels "
-        f"RETURN {memory_projection('o')}, depth, [x IN rels | type(x)], rels[size(rels) - 1].strength "
-        "ORDER BY depth ASC, o.importance DESC LIMIT $limit"
-    )
-    rows = graph.read(cypher, {"id": memory_id, "limit": int(limit)})
-    related_memories = []
-    for values, depth, path_types, strength in rows:
-        memory = memory_from_row(values)
-        related_memories.append({"id": memory["id"], "memory": memory, "depth": int(depth), "relation": path_types[-1],
-                                 "path": path_types, "strength": strength})
-    return related_memories

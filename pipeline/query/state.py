@@ -10,7 +10,6 @@ supersedes nothing: the memory stays, judged on its own validity.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Callable
 
 from pipeline.query.filters import parse_epoch
