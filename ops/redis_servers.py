@@ -23,6 +23,7 @@ class RedisServer:
     data_dir: Path
     with_falkordb: bool = False
     host: str = "127.0.0.1"
+    databases: int = 16  # logical databases (the test harness gives every stack its own)
     process: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
@@ -36,6 +37,7 @@ class RedisServer:
             "--save", "",
             "--protected-mode", "yes",
             "--daemonize", "no",
+            "--databases", str(self.databases),
             "--logfile", str(self.data_dir / "redis.log"),
         ]
         if self.with_falkordb:

@@ -26,7 +26,10 @@ API_TOKEN = "test-api-token"
 ADMIN_TOKEN = "test-admin-token"
 AUTH = {"Authorization": f"Bearer {API_TOKEN}"}
 
-_stack_counter = iter(range(1, 10_000))
+# Every stack gets its own broker database, never shared in a session: two stacks on one
+# database would consume each other's queues (and write into each other's graphs).
+MAX_STACKS = 1024
+_stack_counter = iter(range(1, MAX_STACKS))
 
 
 @dataclass
@@ -38,7 +41,7 @@ class Servers:
 
     @classmethod
     def start(cls, base: Path) -> "Servers":
-        broker = RedisServer("broker", free_port(), base / "broker")
+        broker = RedisServer("broker", free_port(), base / "broker", databases=MAX_STACKS)
         graph = RedisServer("graph", free_port(), base / "graph", with_falkordb=True)
         broker.start()
         graph.start()
@@ -70,7 +73,7 @@ class Stack:
             graph_port=graph_port or servers.graph.port,
             data_dir=data_dir,
             name=f"test{number}",
-            redis_db=number % 16,
+            redis_db=number,
             extra_env={k.upper(): str(v) for k, v in extra_env.items()},
         )
 
