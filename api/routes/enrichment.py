@@ -10,12 +10,12 @@ from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
-from api.deps import get_services, get_writes
+from api.deps import get_services, get_writes, graph_call
 from api.routes.recall import list_param
 from api.writes import WritePath
 from pipeline.broker import ENRICH_QUEUE, NAMESPACE
 from pipeline.edges import existing_ids
-from pipeline.errors import Unavailable, ValidationError
+from pipeline.errors import ValidationError
 from pipeline.services import Services
 
 router = APIRouter(dependencies=[ApiAuth], tags=["enrichment"])
@@ -79,10 +79,7 @@ async def enrichment_reprocess(
     writes: Annotated[WritePath, Depends(get_writes)],
 ):
     ids = await _requested_ids(request, services.settings.max_request_bytes)
-    try:
-        found = await run_in_threadpool(existing_ids, services.graph, ids)
-    except Exception as exc:
-        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
+    found = await run_in_threadpool(graph_call, lambda: existing_ids(services.graph, ids))
     queued = [i for i in ids if i in found]
     if queued:
         await writes.reprocess(queued)

@@ -12,12 +12,12 @@ from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
-from api.deps import get_services, get_writes
+from api.deps import get_services, get_writes, graph_call
 from api.routes.recall import list_param
 from api.writes import WritePath
 from pipeline.associations import Association, ItemError, is_batch, parse_association, parse_batch
 from pipeline.edges import existing_ids, related
-from pipeline.errors import NotFound, Unavailable, ValidationError
+from pipeline.errors import NotFound, ValidationError
 from pipeline.relations import DEFAULT_EXPAND_TYPES, known_types
 from pipeline.services import Services
 
@@ -29,10 +29,7 @@ RELATED_MAX_LIMIT = 200
 
 def _known_memories(services: Services, memory_ids: set[str]) -> set[str]:
     """Ids that are in the graph, or accepted and still on their way there."""
-    try:
-        found = existing_ids(services.graph, sorted(memory_ids))
-    except Exception as exc:
-        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
+    found = graph_call(lambda: existing_ids(services.graph, sorted(memory_ids)))
     return found | {m for m in memory_ids - found if services.tracker.pending(m)}
 
 
@@ -117,11 +114,8 @@ def related_memories(memory_id: str, request: Request, services: Annotated[Servi
     types = types or list(DEFAULT_EXPAND_TYPES)
     max_depth = _int_param(request, "max_depth", 1, 1, 3, clamp=False)
     limit = _int_param(request, "limit", RELATED_DEFAULT_LIMIT, 1, RELATED_MAX_LIMIT, clamp=True)
-    try:
-        exists = services.graph.get_memory(memory_id) is not None
-        rows = related(services.graph, memory_id, types, max_depth, limit) if exists else []
-    except Exception as exc:
-        raise Unavailable(f"graph database unavailable ({type(exc).__name__})") from None
+    exists = graph_call(lambda: services.graph.get_memory(memory_id)) is not None
+    rows = graph_call(lambda: related(services.graph, memory_id, types, max_depth, limit)) if exists else []
     if not exists and not services.tracker.pending(memory_id):
         raise NotFound(f"memory {memory_id} not found")
     return ORJSONResponse({
