@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-unit bench bench-recall install clean
+.PHONY: run test test-unit bench bench-quick bench-recall install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,12 +27,15 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
+# The whole benchmark suite: ops/results/suite.json + suite.md (the README's Performance tables).
 bench: $(STAMP)
-	$(PY) -m ops.bench_latency
-	$(PY) -m ops.bench_ingest
+	HF_HUB_OFFLINE=1 $(PY) -m ops.suite
+
+bench-quick: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m ops.suite --quick
 
 bench-recall: $(STAMP)
-	$(PY) -m ops.bench_recall
+	HF_HUB_OFFLINE=1 $(PY) -m ops.bench_recall
 
 clean:
 	rm -rf $(VENV) .pytest_cache
