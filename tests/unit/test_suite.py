@@ -141,3 +141,11 @@ def test_readme_performance_block_is_the_rendered_suite_report():
     suite = json.loads((Path(readme.ROOT) / "ops" / "results" / "suite.json").read_text())
     assert readme.block(readme.README.read_text()) == render.render(suite).strip(), \
         "run: python -m ops.suite --render-only --write-readme"
+
+
+def test_every_option_the_suite_passes_is_one_its_benchmark_declares():
+    # Benchmarks change in parallel: a renamed option must fail here, not hours into a full run.
+    for section in SECTIONS:
+        source = (Path(readme.ROOT) / (section.module.replace(".", "/") + ".py")).read_text()
+        for option in [a for a in section.full_args + section.quick_args if a.startswith("--")]:
+            assert f'"{option}"' in source, f"{section.module} has no {option} option"
