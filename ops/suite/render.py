@@ -49,13 +49,14 @@ def provenance(record: dict) -> str:
     run, source = record.get("run") or {}, record.get("source") or {}
     parts = []
     if run.get("command"):
-        parts.append(f"`{run['command']}`")
-        parts.append(run.get("mode", ""))
+        parts += [f"`{run['command']}`", run.get("mode", "")]
     if source:
-        stamp = source.get("date", "")[:16].replace("T", " ")
-        parts.append(f"`ops/results/{source.get('file')}` of {stamp} UTC"
-                     + (" (file mtime: the JSON carries no date)" if source.get("date_from") == "file mtime" else ""))
-        parts.append(f"commit `{source.get('commit') or run.get('commit') or 'unknown'}`")
+        stamp = source.get("date", "")[:16].replace("T", " ") + " UTC"
+        if source.get("date_from") == "file mtime":
+            stamp += " (file mtime: the JSON carries no date)"
+        parts.append(f"`ops/results/{source.get('file')}` of {stamp}")
+        dirty = " with uncommitted changes" if run.get("dirty") else ""
+        parts.append(f"commit `{source.get('commit') or run.get('commit') or 'unknown'}`{dirty}")
     if run.get("duration_s") is not None:
         parts.append(f"{num(run['duration_s'])} s")
     if run.get("load_before"):
@@ -81,8 +82,8 @@ def ingest(f: dict, ratios: dict) -> list[str]:
                          f"| {num(one.get('single_rate'))} | {num(two.get('single_rate'))} "
                          f"| {times(ratios.get(f'{provider}_single_2_over_1_workers'))} | – |")
     rss = " / ".join(num(r.get("importer_peak_rss_mib")) for r in f.get("rows", []))
-    lines += ["", f"Raw embedding rate of the local model (all-MiniLM-L6-v2, same texts, same machine, nothing else "
-                  f"running): **{num(f.get('raw_model_rate'))}/s** over {num(f.get('raw_model_texts'))} texts. "
+    lines += ["", f"Raw embedding rate of the local model (all-MiniLM-L6-v2, same texts, same machine, "
+                  f"in the benchmark's own process with no pipeline running): **{num(f.get('raw_model_rate'))}/s** over {num(f.get('raw_model_texts'))} texts. "
                   f"Importer peak RSS per row: {rss} MiB."]
     return lines
 

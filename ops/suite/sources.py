@@ -17,17 +17,17 @@ def newest(globs: tuple[str, ...], results: Path = RESULTS, since: float | None 
     return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
 
-def _iso(value: str) -> str | None:
-    """A date a benchmark wrote, in whichever of the forms they use, as ISO 8601 (UTC)."""
-    for form in ("%Y%m%dT%H%M%SZ", "%Y-%m-%d"):
+def _iso(value: str) -> tuple[str | None, bool]:
+    """A date a benchmark wrote, in whichever of the forms they use: (ISO 8601 UTC, has a time of day)."""
+    for form, timed in (("%Y%m%dT%H%M%SZ", True), ("%Y-%m-%d", False)):
         try:
-            return datetime.strptime(value, form).replace(tzinfo=timezone.utc).isoformat()
+            return datetime.strptime(value, form).replace(tzinfo=timezone.utc).isoformat(), timed
         except ValueError:
             pass
     try:
-        return datetime.fromisoformat(value).isoformat()
+        return datetime.fromisoformat(value).isoformat(), True
     except ValueError:
-        return None
+        return None, False
 
 
 def _first(data: dict, paths: tuple[tuple[str, ...], ...]) -> str | None:
@@ -45,14 +45,15 @@ COMMIT_KEYS = (("commit",), ("machine", "commit"), ("provenance", "commit"))
 
 
 def provenance(data: dict, mtime: float) -> dict:
-    """The JSON's own date and commit; where it has no date, the file's mtime, and it says so."""
+    """The JSON's own date and commit; where it has no date (or only a day), the file's mtime, and it says so."""
     written = _first(data, DATE_KEYS)
-    date = _iso(written) if written else None
-    return {
-        "date": date or datetime.fromtimestamp(mtime, timezone.utc).replace(microsecond=0).isoformat(),
-        "date_from": "json" if date else "file mtime",
-        "commit": _first(data, COMMIT_KEYS),
-    }
+    date, timed = _iso(written) if written else (None, False)
+    modified = datetime.fromtimestamp(mtime, timezone.utc).replace(microsecond=0).isoformat()
+    if date and not timed and modified[:10] == date[:10]:
+        date, source = modified, "json day, file mtime"  # the same day: the mtime adds the time
+    else:
+        source = "json" if date else "file mtime"
+    return {"date": date or modified, "date_from": source, "commit": _first(data, COMMIT_KEYS)}
 
 
 def read(path: Path) -> tuple[dict, dict]:

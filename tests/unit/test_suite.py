@@ -64,6 +64,8 @@ def test_recall_sizes_sorted_numerically_and_growth_ratio():
 def test_provenance_uses_the_json_date_else_the_file_mtime():
     assert sources.provenance(INGEST, 0)["date"].startswith("2026-11-30T23:01:02")
     assert sources.provenance(LATENCY, 0) == {"date": "2026-11-30T00:00:00+00:00", "date_from": "json", "commit": "abc1234"}
+    same_day = sources.provenance(LATENCY, 1796079600.0)  # 2026-11-30 23:00 UTC
+    assert same_day["date"] == "2026-11-30T23:00:00+00:00" and same_day["date_from"] == "json day, file mtime"
     found = sources.provenance({}, 86400.0)
     assert found == {"date": "1970-01-02T00:00:00+00:00", "date_from": "file mtime", "commit": None}
 
