@@ -163,7 +163,7 @@ def rss(f: dict, _ratios: dict) -> list[str]:
     load = f.get("load") or {}
     if load:
         lines += ["", f"`python -m ops.serve` (the embedded default, {f.get('provider')} provider) under a short mixed load: "
-                      + ", ".join(f"{num(v)} {k.replace('_', ' ')}" for k, v in load.items())
+                      + ", ".join(f"{k.replace('_', ' ')}: {num(v)}" for k, v in load.items())
                       + ". Peak = each process's high-water mark (VmHWM)."]
     return lines
 

@@ -34,12 +34,6 @@ class Section:
 
 SECTIONS: tuple[Section, ...] = (
     Section(
-        "latency", "Accepted → recallable at idle", "ops.bench_latency",
-        full_args=("--writes", "3000", "--latency-samples", "300"), quick_args=("--quick",),
-        globs=("bench_latency.json", "bench_latency-*.json"),
-        read=figures.latency, ratios=figures.latency_ratios,
-    ),
-    Section(
         "ingest", "Ingestion, accepted → recallable", "ops.bench_ingest",
         full_args=("--messages", "100000", "--local-messages", "4000", "--singles", "10000",
                    "--providers", "hash,local", "--workers", "1,2"),
@@ -47,6 +41,12 @@ SECTIONS: tuple[Section, ...] = (
                     "--providers", "hash,local", "--workers", "1,2"),
         globs=("bench_ingest.json", "bench_ingest-*.json"),
         read=figures.ingest, ratios=figures.ingest_ratios, full_timeout_s=6 * 3600,
+    ),
+    Section(
+        "latency", "Accepted → recallable at idle", "ops.bench_latency",
+        full_args=("--writes", "3000", "--latency-samples", "300"), quick_args=("--quick",),
+        globs=("bench_latency.json", "bench_latency-*.json"),
+        read=figures.latency, ratios=figures.latency_ratios,
     ),
     Section(
         "recall", "Recall latency", "ops.bench_recall",
