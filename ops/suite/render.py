@@ -37,7 +37,8 @@ def measured(suite: dict) -> tuple[str, str]:
 def header(suite: dict) -> str:
     m = suite.get("machine", {})
     when, commits = measured(suite)
-    dirty = " (with uncommitted changes)" if suite.get("dirty") else ""
+    runs = [r.get("run") or {} for r in suite.get("sections", {}).values() if r.get("status") == "ok"]
+    dirty = " (with uncommitted changes)" if any(run.get("dirty") for run in runs) else ""
     mode = {"quick": "**quick run** (small sizes: its absolute figures are not comparable with a full run's)",
             "full": "full run"}.get(suite.get("mode"), "sections from separate runs (see each section)")
     return (f"Measured {when} on {m.get('cores')} cores, {num(m.get('ram_gib'))} GiB RAM "
