@@ -41,7 +41,10 @@ def header(suite: dict) -> str:
     dirty = " (with uncommitted changes)" if any(run.get("dirty") for run in runs) else ""
     mode = {"quick": "**quick run** (small sizes: its absolute figures are not comparable with a full run's)",
             "full": "full run"}.get(suite.get("mode"), "sections from separate runs (see each section)")
-    return (f"Measured {when} on {m.get('cores')} cores, {num(m.get('ram_gib'))} GiB RAM "
+    loads = [run[key][0] for run in runs for key in ("load_before", "load_after") if run.get(key)]
+    # On a shared machine the load explains more of the absolute figures than the code does.
+    busy = f" (load average {num(min(loads), 1)}–{num(max(loads), 1)} around the sections)" if loads else ""
+    return (f"Measured {when} on {m.get('cores')} cores{busy}, {num(m.get('ram_gib'))} GiB RAM "
             f"({m.get('cpu')}, {m.get('platform')}, Python {m.get('python')}), commit {commits}{dirty}; "
             f"{mode}. Figures that depend on the machine come with ratios that do not.")
 

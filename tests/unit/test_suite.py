@@ -121,7 +121,7 @@ def test_render_shows_figures_ratios_and_failures():
         "recall": report.failed(BY_NAME["recall"], "exit status 1; last output:\nTraceback\nValueError: boom", run),
     }
     text = render.render(_suite(sections))
-    assert "2 cores, 23.5 GiB RAM" in text and "commit `abc1234`" in text and "**quick run**" in text
+    assert "2 cores (load average 1.0–2.0 around the sections), 23.5 GiB RAM" in text and "commit `abc1234`" in text and "**quick run**" in text
     assert "| local | batch (Slack export, `POST /memory/batch`) | 190 | 14.0 | 21.0 | 1.50× | 0.33× / 0.50× |" in text
     assert "**failed**: exit status 1; last output: … ValueError: boom" in text
     assert "load 1.00 → 2.00" in text
