@@ -60,7 +60,7 @@ def run(section: Section, quick: bool, timeout_s: int | None = None) -> dict:
             _stop(process)
             raise
     record |= {"duration_s": round(time.monotonic() - started, 1), "load_after": machine.load_average(),
-               "returncode": process.returncode, "log": str(log.relative_to(machine.ROOT))}
+               "returncode": process.returncode, "log": os.path.relpath(log, machine.ROOT)}
     print(f"suite: {section.name}: {'ok' if error is None else error} in {record['duration_s']} s",
           file=sys.stderr, flush=True)
     if error:

@@ -151,3 +151,16 @@ def test_every_option_the_suite_passes_is_one_its_benchmark_declares():
         source = (Path(readme.ROOT) / (section.module.replace(".", "/") + ".py")).read_text()
         for option in [a for a in section.full_args + section.quick_args if a.startswith("--")]:
             assert f'"{option}"' in source, f"{section.module} has no {option} option"
+
+
+def test_a_benchmark_that_crashes_is_a_failed_section_with_its_error(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from ops.suite import runner
+
+    monkeypatch.setattr(runner, "LOGS", tmp_path)
+    broken = replace(BY_NAME["recall"], module="ops.suite.no_such_benchmark", quick_args=())
+    record = runner.run(broken, quick=True, timeout_s=60)
+    assert record["status"] == "failed" and record["run"]["returncode"] == 1
+    assert "exit status 1" in record["error"] and "No module named" in record["error"]
+    assert record["run"]["mode"] == "quick" and record["run"]["duration_s"] >= 0
