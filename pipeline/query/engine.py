@@ -20,11 +20,13 @@ from pipeline.query.decompose import decompose
 from pipeline.query.dedup import collapse_duplicates
 from pipeline.query.expansion import expand_entities, expand_relations
 from pipeline.query.filters import matches_tags
-from pipeline.query.graph_reads import neighbours
+from pipeline.query.entities import named_entities
+from pipeline.query.graph_reads import contradictions, neighbours
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored, result_entry
 from pipeline.query.scoring import RecencyPolicy, has_temporal_intent, relative_recency
+from pipeline.query.state import contradiction_details
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, order_rows, time_key
 from pipeline.query.timewindow import TimeWindow, parse_time_query
 from pipeline.vectors import VectorStore
@@ -132,6 +134,7 @@ class RecallEngine:
         self._expand_and_hydrate(request, ctx, seeds, response)
         response["results"] = [result_entry(r) for r in seeds] + response.pop("_expanded")
         response["count"] = len(response["results"])
+        self._diagnose(request, ctx, queries, response)
         if recency_active:
             response["recency_bias"] = "on"
         if fallback_used:
@@ -260,6 +263,27 @@ class RecallEngine:
         except Exception as exc:
             log.warning("relations not hydrated, graph unavailable: %s", exc)
             return {}
+
+    def _diagnose(self, request: RecallRequest, ctx: SearchContext, queries: list[str | None], response: dict) -> None:
+        """Diagnostics read off the final results: entities the query names, contradictions."""
+        results = response["results"]
+        # Enrichment runs in the enrichment actors, never inline: recall enriches nothing.
+        response["jit_enriched_count"] = 0
+        response["entities"] = named_entities(queries, [(r["id"], r["memory"]) for r in results])
+        if not ctx.current_only:
+            return
+        if request.state_debug:
+            returned = [r["id"] for r in results]
+            try:
+                edges = contradictions(self._sources.graph, returned)
+            except Exception as exc:
+                log.warning("contradictions not reported, graph unavailable: %s", exc)
+                ctx.state.degraded = True
+                edges = []
+            suppressed = {s["id"]: s["reason"] for s in ctx.state.suppressed}
+            ctx.state.contradictions = contradiction_details(edges, set(returned), suppressed)
+        # again, now that expansion's state checks are in too
+        response["state_filter"] = ctx.state.summary(request.state_debug)
 
     def _record_access(self, ids: list[str]) -> None:
         if ids and self._on_access:

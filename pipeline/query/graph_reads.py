@@ -85,3 +85,16 @@ def replacements(graph: GraphStore, memory_ids: list[str]) -> dict[str, tuple[st
         "RETURN id, newest[0], newest[1]"
     )
     return {row[0]: (row[1], memory_from_row(row[2])) for row in graph.read(cypher, {"ids": memory_ids})}
+
+
+def contradictions(graph: GraphStore, memory_ids: list[str]) -> list[tuple[str, str, bool, float | None]]:
+    """CONTRADICTS edges touching ``memory_ids``: (memory, other memory, outgoing, strength)."""
+    if not memory_ids:
+        return []
+    cypher = (
+        "UNWIND $ids AS id "
+        "MATCH (a:Memory {id: id})-[r:CONTRADICTS]-(b:Memory) WHERE b.id <> id "
+        "RETURN id, b.id, startNode(r) = a, r.strength"
+    )
+    return [(row[0], row[1], bool(row[2]), None if row[3] is None else float(row[3]))
+            for row in graph.read(cypher, {"ids": memory_ids})]
