@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -43,8 +44,12 @@ class RecallEngine:
         embedder: Callable[[], Embedder],
         on_access: Callable[[list[str]], None] | None = None,
         dimensions: Callable[[], int] | None = None,
+        executor: Executor | None = None,
     ):
         self._settings = settings
+        # Graph reads that do not depend on each other's answers run on these threads
+        # (the metadata sidecar alongside the vector search, the entity searches together).
+        self._executor = executor or ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall-io")
         self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
         self._policy = SearchPolicy(
             weights=settings.scoring_weights,
@@ -57,7 +62,7 @@ class RecallEngine:
             relevance_gate=settings.recall_relevance_gate,
             entity_score=settings.recall_entity_expansion_score,
         )
-        self._search = QuerySearch(self._sources, self._policy)
+        self._search = QuerySearch(self._sources, self._policy, self._executor)
         self._bonuses = settings.context_bonuses
         self._on_access = on_access
 

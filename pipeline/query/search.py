@@ -6,7 +6,9 @@ times) and then assembles the response from the pools.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -82,9 +84,17 @@ def time_key(memory: dict[str, Any]) -> float:
 
 
 class QuerySearch:
-    def __init__(self, sources: CandidateSources, policy: SearchPolicy):
+    def __init__(self, sources: CandidateSources, policy: SearchPolicy, executor: Executor | None = None):
         self._sources = sources
         self._policy = policy
+        self._executor = executor  # runs graph reads while the vector search runs; None: one after another
+
+    def _soon(self, fn, *args) -> Future:
+        if self._executor is not None:
+            return self._executor.submit(contextvars.copy_context().run, fn, *args)  # keeps the request id
+        done: Future = Future()
+        done.set_result(fn(*args))
+        return done
 
     # --- candidates --------------------------------------------------------------------
     def _gather(self, request: RecallRequest, ctx: SearchContext, keywords: list[str], sort: str) -> list[Candidate]:
@@ -97,6 +107,10 @@ class QuerySearch:
 
         vector = request.embedding if request.embedding is not None else self._sources.query_vector(text, ctx.vector_status)
         ctx.query_vectors[text] = vector
+        sidecar = None
+        if text and self._policy.metadata_enabled:  # independent of the vector pool: runs alongside it
+            sidecar = self._soon(self._sources.metadata, keywords, ctx.scope, max(1, min(request.limit, 10)),
+                                 self._policy.metadata_min_match, text)
         pool = self._sources.vector(vector, ctx.scope, fetch, ctx.vector_status, text)
         if scoped and ctx.vector_status.enabled:
             ctx.pool_size_hint = (ctx.pool_size_hint or 0) + len(pool)
@@ -107,10 +121,9 @@ class QuerySearch:
             slots = fetch if always else fetch - len(pool)
             pool += [c for c in self._sources.keyword(keywords, ctx.scope, slots, text) if c.id not in seen]
             seen = {c.id for c in pool}
-        if text and self._policy.metadata_enabled:
-            slots = max(1, min(request.limit, 10))
+        if sidecar is not None:
             by_id = {c.id: c for c in pool}
-            for match in self._sources.metadata(keywords, ctx.scope, slots, self._policy.metadata_min_match, text):
+            for match in sidecar.result():
                 if match.id in by_id:  # a strong metadata match upgrades what is already in the pool
                     by_id[match.id].metadata = max(by_id[match.id].metadata, match.metadata)
                 else:
