@@ -24,6 +24,7 @@ from pipeline.query.filters import matches_tags
 from pipeline.query.entities import named_entities
 from pipeline.query.graph_reads import contradictions, neighbours
 from pipeline.query.keywords import extract_keywords
+from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored, result_entry
 from pipeline.query.scoring import RecencyPolicy, has_temporal_intent, relative_recency
@@ -63,6 +64,7 @@ class RecallEngine:
             entity_score=settings.recall_entity_expansion_score,
         )
         self._search = QuerySearch(self._sources, self._policy, self._executor)
+        self._submit = submitter(self._executor)
         self._bonuses = settings.context_bonuses
         self._on_access = on_access
 
@@ -101,6 +103,11 @@ class RecallEngine:
         sort = request.sort or ("time_desc" if window and not request.has_text and not request.queries else "score")
         ctx = SearchContext(self._scope(request, window), ContextProfile.build(request.context, self._bonuses), now,
                             current_only=request.state_mode == "current")
+        if not request.expansion.relations:  # expansion reads the seeds' edges itself
+            ctx.relation_prefetch = RelationPrefetch(
+                self._submit, lambda ids: self._edges(ids, request.expansion.relation_limit),
+                size=request.limit + max(2, request.limit // 2),
+            )
         queries = self._queries(request)
         multi = len(queries) > 1
         per_query = request.per_query_limit or request.limit
@@ -254,7 +261,8 @@ class RecallEngine:
             }
             expanded += entity_rows
         if edges is None:  # deferred hydration: only the seeds that survived trimming
-            edges = self._hydrate([r.id for r in seeds if r.candidate.match_type != "state_replacement"], options.relation_limit)
+            edges = self._hydrate([r.id for r in seeds if r.candidate.match_type != "state_replacement"],
+                                  options.relation_limit, ctx.relation_prefetch)
         for row in seeds:
             row.candidate.relations = row.candidate.relations + [e.stub() for e in edges.get(row.id, [])]
         text = request.query.strip() if request.has_text else None
@@ -262,9 +270,12 @@ class RecallEngine:
         order_rows(scored, "score")
         response["_expanded"] = [result_entry(r) for r in scored]
 
-    def _hydrate(self, ids: list[str], per_seed: int):
+    def _edges(self, ids: list[str], per_seed: int):
+        return neighbours(self._sources.graph, ids, per_seed=per_seed, with_memories=False)
+
+    def _hydrate(self, ids: list[str], per_seed: int, prefetch: RelationPrefetch | None = None):
         try:
-            return neighbours(self._sources.graph, ids, per_seed=per_seed, with_memories=False)
+            return prefetch.edges(ids) if prefetch is not None else self._edges(ids, per_seed)
         except Exception as exc:
             log.warning("relations not hydrated, graph unavailable: %s", exc)
             return {}

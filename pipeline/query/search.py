@@ -6,9 +6,8 @@ times) and then assembles the response from the pools.
 
 from __future__ import annotations
 
-import contextvars
 import logging
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,6 +19,7 @@ from pipeline.query.context import ContextProfile
 from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
+from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -61,6 +61,7 @@ class SearchContext:
     state: StateReport = field(default_factory=StateReport)
     pool_size_hint: int | None = None
     query_vectors: dict[str | None, list[float]] = field(default_factory=dict)
+    relation_prefetch: RelationPrefetch | None = None  # told the vector hits, nearest first
 
     @property
     def now_epoch(self) -> float:
@@ -87,14 +88,8 @@ class QuerySearch:
     def __init__(self, sources: CandidateSources, policy: SearchPolicy, executor: Executor | None = None):
         self._sources = sources
         self._policy = policy
-        self._executor = executor  # runs graph reads while the vector search runs; None: one after another
-
-    def _soon(self, fn, *args) -> Future:
-        if self._executor is not None:
-            return self._executor.submit(contextvars.copy_context().run, fn, *args)  # keeps the request id
-        done: Future = Future()
-        done.set_result(fn(*args))
-        return done
+        # runs graph reads while the vector search runs (keeping the request id); None: one after another
+        self._soon = submitter(executor)
 
     # --- candidates --------------------------------------------------------------------
     def _gather(self, request: RecallRequest, ctx: SearchContext, keywords: list[str], sort: str) -> list[Candidate]:
@@ -112,6 +107,8 @@ class QuerySearch:
             sidecar = self._soon(self._sources.metadata, keywords, ctx.scope, max(1, min(request.limit, 10)),
                                  self._policy.metadata_min_match, text)
         pool = self._sources.vector(vector, ctx.scope, fetch, ctx.vector_status, text)
+        if ctx.relation_prefetch is not None and sort == "score":
+            ctx.relation_prefetch([c.id for c in pool])
         if scoped and ctx.vector_status.enabled:
             ctx.pool_size_hint = (ctx.pool_size_hint or 0) + len(pool)
         seen = {c.id for c in pool}
