@@ -50,7 +50,9 @@ class RecallEngine:
         self._settings = settings
         # Graph reads that do not depend on each other's answers run on these threads
         # (the metadata sidecar alongside the vector search, the entity searches together).
-        self._executor = executor or ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall-io")
+        self._executor = None
+        if settings.recall_concurrent_reads:
+            self._executor = executor or ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall-io")
         self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
         self._policy = SearchPolicy(
             weights=settings.scoring_weights,
@@ -103,7 +105,7 @@ class RecallEngine:
         sort = request.sort or ("time_desc" if window and not request.has_text and not request.queries else "score")
         ctx = SearchContext(self._scope(request, window), ContextProfile.build(request.context, self._bonuses), now,
                             current_only=request.state_mode == "current")
-        if not request.expansion.relations:  # expansion reads the seeds' edges itself
+        if self._executor is not None and not request.expansion.relations:  # expansion reads the seeds' edges itself
             ctx.relation_prefetch = RelationPrefetch(
                 self._submit, lambda ids: self._edges(ids, request.expansion.relation_limit),
                 size=request.limit + max(2, request.limit // 2),
