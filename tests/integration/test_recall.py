@@ -315,3 +315,27 @@ def test_result_shape(api):
     assert "tags_lower" not in result["memory"] and "memory_id" not in result["memory"]
     sidecar = recall(api, query="shapes", tags=tag)["results"][0]
     assert sidecar["score_components"]["metadata"] == 1.0 and sidecar["score_components"]["exact"] == 1.0
+
+
+def test_concurrent_reads_give_the_same_answer(servers):
+    """RECALL_CONCURRENT_READS: sidecar beside the vector search, relations prefetched; same contract."""
+    from tests.stack import Stack
+
+    stack = Stack.create(servers, recall_concurrent_reads="true", recall_access_flush_ms="50")
+    try:
+        stack.start_web()
+        stack.start_worker(processes=1, threads=2)
+        with stack.client() as api:
+            tag = scope()
+            seed = store(api, "kafka consumer lag alert thresholds", [tag])
+            linked = store(api, "consumer lag dashboards live in grafana", [f"{tag}-other"])
+            sidecar = store(api, "runbook entry", [tag], metadata={"system": "kafka consumer"})
+            link(stack, seed, linked, "RELATES_TO", strength=0.7)
+            body = recall(api, query="kafka consumer", tags=tag, limit=5)
+            assert {seed, sidecar} <= set(ids(body))
+            hydrated = next(r for r in body["results"] if r["id"] == seed)["relations"]
+            assert [(r["id"], r["type"], r["direction"]) for r in hydrated] == [(linked, "RELATES_TO", "outgoing")]
+            assert next(r for r in body["results"] if r["id"] == sidecar)["score_components"]["metadata"] == 1.0
+            wait_until(lambda: api.get(f"/memory/{seed}").json()["memory"].get("last_accessed"), message="last_accessed")
+    finally:
+        stack.stop()
