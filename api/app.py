@@ -18,6 +18,7 @@ import redis.asyncio as aioredis
 from fastapi import FastAPI
 from fastapi.responses import ORJSONResponse
 
+from api.access import AccessBatcher
 from api.errors import install_error_handlers
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
@@ -113,12 +114,14 @@ def create_app(
         )
         writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(svc), waiter, tuning)
         app.state.writes = writes
+        access = AccessBatcher(writes.record_access, settings.recall_access_flush_ms / 1000)
+        access.start()
         app.state.engine = RecallEngine(
             settings,
             graph=lambda: svc.graph,
             vectors=lambda: svc.vectors,
             embedder=lambda: svc.embedder,
-            on_access=lambda ids: writes.record_access(ids, datetime.now(timezone.utc).isoformat()),
+            on_access=lambda ids: access.record(ids, datetime.now(timezone.utc).isoformat()),
             dimensions=lambda: svc.vector_size,
         )
         workers = []
@@ -139,6 +142,7 @@ def create_app(
                 yield
         finally:
             maintainer.stop()
+            access.stop()  # the last batch of last_accessed updates goes out before the broker closes
             for worker in workers:
                 worker.stop(timeout=10_000)
             await waiter.stop()

@@ -1,6 +1,6 @@
 """Recall latency at 10k and 100k memories in the embedded default (Qdrant Edge + FalkorDB).
 
-    python -m ops.bench_recall [--sizes 10000,100000] [--queries 200]
+    python -m ops.bench_recall [--sizes 10000,100000] [--queries 200] [--store DIR]
 
 The loader writes straight to the stores through their batch methods (one UNWIND per batch
 in FalkorDB, multi-point upserts into the Edge shard, then ``optimize()``), because the
@@ -8,12 +8,18 @@ subject here is recall, not ingestion. Then a real web process (uvicorn, as depl
 ``GET /recall`` over HTTP, one request at a time, with the hash provider's embedding passed
 in. Four scenarios: (a) plain, (b) tag-scoped, (c) expand_relations (~3 edges per memory),
 (d) expand_entities. Server-side ``query_time_ms`` and client-side latency, p50/p95/p99.
-Prints a table and writes JSON under ops/results/.
+Prints a table, the largest ÷ smallest size ratios, and writes ops/results/bench_recall.json.
+
+``--store DIR`` keeps each size's stores (both redis-servers' AOF files, the Edge shard with
+its built index) under ``DIR/<size>/`` and reuses them on the next run with the same seed:
+building 100k takes minutes (the HNSW index most of it); measuring takes seconds. Delete the
+directory to rebuild. Without it, the stores live in temporary directories.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -142,56 +148,113 @@ def print_table(results: dict[int, dict]) -> None:
     print("(milliseconds; srv = query_time_ms reported by the engine, cli = HTTP round trip)")
 
 
+def build(stack: Stack, graph: GraphStore, records: list[MemoryRecord], seed: int, embedder: HashEmbedder) -> dict:
+    began = time.perf_counter()
+    edge = EdgeVectorStore(str(stack.data_dir / "qdrant-edge" / "memories"), embedder.dimensions)
+    edge.ensure_collection()
+    load(graph, edge, records, [r.id for r in records], random.Random(f"edges-{seed}-{len(records)}"), embedder)
+    loaded = time.perf_counter()
+    edge._shard.optimize()  # build the HNSW index before serving, as the web process does off-path
+    edge.close()
+    optimized = time.perf_counter()
+    return {"load_s": round(loaded - began, 1), "optimize_s": round(optimized - loaded, 1)}
+
+
+def compact_aof(port: int, timeout: float = 600) -> None:
+    """Rewrite the graph server's AOF into one RDB base: replaying 100k ``UNWIND`` writes at the
+    next start would take far longer than loading the snapshot."""
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    client.bgrewriteaof()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = client.info("persistence")
+        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("AOF rewrite did not finish")
+
+
+def run_size(size: int, args, words: list[str], embedder: HashEmbedder) -> tuple[dict, dict]:
+    """Build (or reuse) one size's stores, serve them from a real web process, measure."""
+    records = make_records(random.Random(f"records-{args.seed}-{size}"), words, 0, size)
+    base = Path(args.store) / str(size) if args.store else Path(tempfile.mkdtemp(prefix=f"mempipe-bench-{size}-"))
+    manifest = base / "manifest.json"
+    reuse = manifest.exists() and json.loads(manifest.read_text()).get("seed") == args.seed
+    if manifest.exists() and not reuse:
+        raise SystemExit(f"{base} holds a store built with another seed; delete it to rebuild")
+    servers = Servers.start(base / "servers")
+    data_dir = base / "stack"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    stack = Stack(servers.broker.port, servers.graph.port, data_dir, f"bench{size}", 1,
+                  extra_env={"EDGE_OPTIMIZE_INTERVAL_S": "3600"})
+    try:
+        if reuse:
+            timing = json.loads(manifest.read_text())["build"] | {"reused": True}
+            print(f"{size} memories: reusing the stores in {base}", flush=True)
+        else:
+            graph = GraphStore(FalkorDB(host="127.0.0.1", port=stack.graph_port), f"memories_{stack.name}")
+            graph.ensure_schema()
+            timing = build(stack, graph, records, args.seed, embedder)
+            if args.store:
+                compact_aof(stack.graph_port)
+                manifest.write_text(json.dumps({"seed": args.seed, "size": size, "build": timing}))
+            print(f"{size} memories: loaded in {timing['load_s']} s, index built in {timing['optimize_s']} s", flush=True)
+        stack.start_web(timeout=300)
+        result = measure(stack, records, embedder, random.Random(f"queries-{args.seed}"), args.queries)
+    finally:
+        stack.stop()
+        servers.stop()
+    return result, timing
+
+
+def ratios(results: dict[int, dict]) -> dict[str, dict[str, float]]:
+    """Largest size ÷ smallest size, per scenario and percentile (how latency grows with the store)."""
+    if len(results) < 2:
+        return {}
+    small, large = results[min(results)], results[max(results)]
+    return {name: {k: round(large[name][k] / small[name][k], 2) for k in large[name] if k.startswith(("server", "client"))
+                   and small[name][k]} for name in large}
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--store", help="keep each size's stores under DIR/<size>/ and reuse them on later runs")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    rng = random.Random(args.seed)
-    words = vocabulary(rng)
+    words = vocabulary(random.Random(args.seed))
     embedder = HashEmbedder()
-    servers = Servers.start(Path(tempfile.mkdtemp(prefix="mempipe-bench-servers-")))
-    stack = Stack.create(servers, EDGE_OPTIMIZE_INTERVAL_S="3600")
     results: dict[int, dict] = {}
     timings: dict[int, dict] = {}
-    try:
-        graph = GraphStore(FalkorDB(host="127.0.0.1", port=stack.graph_port), f"memories_{stack.name}")
-        graph.ensure_schema()
-        records: list[MemoryRecord] = []
-        for size in sizes:
-            began = time.perf_counter()
-            fresh = make_records(rng, words, len(records), size - len(records))
-            ids = [r.id for r in records] + [r.id for r in fresh]
-            edge = EdgeVectorStore(str(stack.data_dir / "qdrant-edge" / "memories"), embedder.dimensions)
-            edge.ensure_collection()
-            load(graph, edge, fresh, ids, rng, embedder)
-            loaded = time.perf_counter()
-            edge._shard.optimize()  # build the HNSW index before serving, as the web process does off-path
-            edge.close()
-            optimized = time.perf_counter()
-            records += fresh
-            timings[size] = {"load_s": round(loaded - began, 1), "optimize_s": round(optimized - loaded, 1)}
-            print(f"{size} memories: loaded in {timings[size]['load_s']} s, index built in {timings[size]['optimize_s']} s",
-                  flush=True)
-            stack.start_web(timeout=300)
-            try:
-                results[size] = measure(stack, records, embedder, rng, args.queries)
-            finally:
-                stack.stop()
-            print_table({size: results[size]})  # as it goes: the larger size takes minutes to build
-            print(flush=True)
-    finally:
-        stack.stop()
-        servers.stop()
+    loads: dict[int, dict] = {}
+    for size in sizes:
+        before = load_average()
+        results[size], timings[size] = run_size(size, args, words, embedder)
+        loads[size] = {"before": before, "after": load_average()}
+        print_table({size: results[size]})  # as it goes: the larger size takes minutes to build
+        print(f"load average before/after: {before} / {loads[size]['after']}\n", flush=True)
     print()
     print_table(results)
+    growth = ratios(results)
+    if growth:
+        print(f"\n{max(sizes)} ÷ {min(sizes)}:")
+        for name, r in growth.items():
+            print(f"  {name:<20} " + "  ".join(f"{k} {v:.2f}×" for k, v in r.items()))
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"bench_recall-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
+    path = RESULTS / "bench_recall.json"
     path.write_bytes(orjson.dumps({
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "queries_per_scenario": args.queries, "load": timings, "results": results,
+        "queries_per_scenario": args.queries, "load": timings, "load_average": loads, "results": results,
+        "ratio_largest_to_smallest": growth,
     }, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
     print(f"\nwritten {path}")
 

@@ -114,6 +114,8 @@ class Settings(BaseSettings):
     recall_keyword_search: Literal["fill", "always"] = Field("fill", description="fill: full-text search only fills slots vector search left open (the spec's sequential search); always: run it on every text query.")
     recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
     recall_metadata_min_match: float = Field(0.5, ge=0, le=1, description="Share of query keywords the metadata must contain for the sidecar to admit a memory.")
+    recall_concurrent_reads: bool = Field(False, description="Run recall's independent store reads on helper threads (metadata sidecar alongside the vector search, relation prefetch alongside scoring). Off by default: on a saturated 2-core machine the thread hand-offs and GIL contention cost more than the overlap saves.")
+    recall_access_flush_ms: int = Field(500, ge=0, description="How often the last_accessed updates recalls cause are sent to the maintenance queue, batched (0: one message per recall, on the request path).")
     recall_relation_limit: int = Field(5, ge=1, le=200, description="Default relations followed per seed (relation_limit).")
     recall_expansion_limit: int = Field(25, ge=1, le=500, description="Default cap on expanded memories (expansion_limit).")
     recall_entity_search_limit: int = Field(5, ge=1, le=20, description="Entities searched by expand_entities (up to this many, each up to 5 memories).")

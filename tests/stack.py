@@ -44,7 +44,11 @@ class Servers:
         broker = RedisServer("broker", free_port(), base / "broker", databases=MAX_STACKS)
         graph = RedisServer("graph", free_port(), base / "graph", with_falkordb=True)
         broker.start()
-        graph.start()
+        try:
+            graph.start()
+        except BaseException:
+            broker.stop()  # never leave a server behind when the pair does not start
+            raise
         return cls(broker, graph)
 
     def stop(self) -> None:

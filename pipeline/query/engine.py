@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -20,11 +21,14 @@ from pipeline.query.decompose import decompose
 from pipeline.query.dedup import collapse_duplicates
 from pipeline.query.expansion import expand_entities, expand_relations
 from pipeline.query.filters import matches_tags
-from pipeline.query.graph_reads import neighbours
+from pipeline.query.entities import named_entities
+from pipeline.query.graph_reads import contradictions, neighbours
 from pipeline.query.keywords import extract_keywords
+from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored, result_entry
 from pipeline.query.scoring import RecencyPolicy, has_temporal_intent, relative_recency
+from pipeline.query.state import contradiction_details
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, order_rows, time_key
 from pipeline.query.timewindow import TimeWindow, parse_time_query
 from pipeline.vectors import VectorStore
@@ -41,8 +45,14 @@ class RecallEngine:
         embedder: Callable[[], Embedder],
         on_access: Callable[[list[str]], None] | None = None,
         dimensions: Callable[[], int] | None = None,
+        executor: Executor | None = None,
     ):
         self._settings = settings
+        # Graph reads that do not depend on each other's answers run on these threads
+        # (the metadata sidecar alongside the vector search, the entity searches together).
+        self._executor = None
+        if settings.recall_concurrent_reads:
+            self._executor = executor or ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall-io")
         self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
         self._policy = SearchPolicy(
             weights=settings.scoring_weights,
@@ -55,7 +65,8 @@ class RecallEngine:
             relevance_gate=settings.recall_relevance_gate,
             entity_score=settings.recall_entity_expansion_score,
         )
-        self._search = QuerySearch(self._sources, self._policy)
+        self._search = QuerySearch(self._sources, self._policy, self._executor)
+        self._submit = submitter(self._executor)
         self._bonuses = settings.context_bonuses
         self._on_access = on_access
 
@@ -94,6 +105,11 @@ class RecallEngine:
         sort = request.sort or ("time_desc" if window and not request.has_text and not request.queries else "score")
         ctx = SearchContext(self._scope(request, window), ContextProfile.build(request.context, self._bonuses), now,
                             current_only=request.state_mode == "current")
+        if self._executor is not None and not request.expansion.relations:  # expansion reads the seeds' edges itself
+            ctx.relation_prefetch = RelationPrefetch(
+                self._submit, lambda ids: self._edges(ids, request.expansion.relation_limit),
+                size=request.limit + max(2, request.limit // 2),
+            )
         queries = self._queries(request)
         multi = len(queries) > 1
         per_query = request.per_query_limit or request.limit
@@ -132,6 +148,7 @@ class RecallEngine:
         self._expand_and_hydrate(request, ctx, seeds, response)
         response["results"] = [result_entry(r) for r in seeds] + response.pop("_expanded")
         response["count"] = len(response["results"])
+        self._diagnose(request, ctx, queries, response)
         if recency_active:
             response["recency_bias"] = "on"
         if fallback_used:
@@ -246,7 +263,8 @@ class RecallEngine:
             }
             expanded += entity_rows
         if edges is None:  # deferred hydration: only the seeds that survived trimming
-            edges = self._hydrate([r.id for r in seeds if r.candidate.match_type != "state_replacement"], options.relation_limit)
+            edges = self._hydrate([r.id for r in seeds if r.candidate.match_type != "state_replacement"],
+                                  options.relation_limit, ctx.relation_prefetch)
         for row in seeds:
             row.candidate.relations = row.candidate.relations + [e.stub() for e in edges.get(row.id, [])]
         text = request.query.strip() if request.has_text else None
@@ -254,12 +272,36 @@ class RecallEngine:
         order_rows(scored, "score")
         response["_expanded"] = [result_entry(r) for r in scored]
 
-    def _hydrate(self, ids: list[str], per_seed: int):
+    def _edges(self, ids: list[str], per_seed: int):
+        return neighbours(self._sources.graph, ids, per_seed=per_seed, with_memories=False)
+
+    def _hydrate(self, ids: list[str], per_seed: int, prefetch: RelationPrefetch | None = None):
         try:
-            return neighbours(self._sources.graph, ids, per_seed=per_seed, with_memories=False)
+            return prefetch.edges(ids) if prefetch is not None else self._edges(ids, per_seed)
         except Exception as exc:
             log.warning("relations not hydrated, graph unavailable: %s", exc)
             return {}
+
+    def _diagnose(self, request: RecallRequest, ctx: SearchContext, queries: list[str | None], response: dict) -> None:
+        """Diagnostics read off the final results: entities the query names, contradictions."""
+        results = response["results"]
+        # Enrichment runs in the enrichment actors, never inline: recall enriches nothing.
+        response["jit_enriched_count"] = 0
+        response["entities"] = named_entities(queries, [(r["id"], r["memory"]) for r in results])
+        if not ctx.current_only:
+            return
+        if request.state_debug:
+            returned = [r["id"] for r in results]
+            try:
+                edges = contradictions(self._sources.graph, returned)
+            except Exception as exc:
+                log.warning("contradictions not reported, graph unavailable: %s", exc)
+                ctx.state.degraded = True
+                edges = []
+            suppressed = {s["id"]: s["reason"] for s in ctx.state.suppressed}
+            ctx.state.contradictions = contradiction_details(edges, set(returned), suppressed)
+        # again, now that expansion's state checks are in too
+        response["state_filter"] = ctx.state.summary(request.state_debug)
 
     def _record_access(self, ids: list[str]) -> None:
         if ids and self._on_access:

@@ -7,6 +7,7 @@ times) and then assembles the response from the pools.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,7 @@ from pipeline.query.context import ContextProfile
 from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
+from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -59,6 +61,7 @@ class SearchContext:
     state: StateReport = field(default_factory=StateReport)
     pool_size_hint: int | None = None
     query_vectors: dict[str | None, list[float]] = field(default_factory=dict)
+    relation_prefetch: RelationPrefetch | None = None  # told the vector hits, nearest first
 
     @property
     def now_epoch(self) -> float:
@@ -82,9 +85,11 @@ def time_key(memory: dict[str, Any]) -> float:
 
 
 class QuerySearch:
-    def __init__(self, sources: CandidateSources, policy: SearchPolicy):
+    def __init__(self, sources: CandidateSources, policy: SearchPolicy, executor: Executor | None = None):
         self._sources = sources
         self._policy = policy
+        # runs graph reads while the vector search runs (keeping the request id); None: one after another
+        self._soon = submitter(executor)
 
     # --- candidates --------------------------------------------------------------------
     def _gather(self, request: RecallRequest, ctx: SearchContext, keywords: list[str], sort: str) -> list[Candidate]:
@@ -97,7 +102,13 @@ class QuerySearch:
 
         vector = request.embedding if request.embedding is not None else self._sources.query_vector(text, ctx.vector_status)
         ctx.query_vectors[text] = vector
+        sidecar = None
+        if text and self._policy.metadata_enabled:  # independent of the vector pool: runs alongside it
+            sidecar = self._soon(self._sources.metadata, keywords, ctx.scope, max(1, min(request.limit, 10)),
+                                 self._policy.metadata_min_match, text)
         pool = self._sources.vector(vector, ctx.scope, fetch, ctx.vector_status, text)
+        if ctx.relation_prefetch is not None and sort == "score":
+            ctx.relation_prefetch([c.id for c in pool])
         if scoped and ctx.vector_status.enabled:
             ctx.pool_size_hint = (ctx.pool_size_hint or 0) + len(pool)
         seen = {c.id for c in pool}
@@ -107,10 +118,9 @@ class QuerySearch:
             slots = fetch if always else fetch - len(pool)
             pool += [c for c in self._sources.keyword(keywords, ctx.scope, slots, text) if c.id not in seen]
             seen = {c.id for c in pool}
-        if text and self._policy.metadata_enabled:
-            slots = max(1, min(request.limit, 10))
+        if sidecar is not None:
             by_id = {c.id: c for c in pool}
-            for match in self._sources.metadata(keywords, ctx.scope, slots, self._policy.metadata_min_match, text):
+            for match in sidecar.result():
                 if match.id in by_id:  # a strong metadata match upgrades what is already in the pool
                     by_id[match.id].metadata = max(by_id[match.id].metadata, match.metadata)
                 else:

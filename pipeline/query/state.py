@@ -46,6 +46,8 @@ class StateReport:
     suppressed: list[dict[str, Any]] = field(default_factory=list)
     replacements: list[dict[str, Any]] = field(default_factory=list)
     degraded: bool = False
+    # CONTRADICTS pairs touching returned memories (state_debug only): reported, never suppressed
+    contradictions: list[dict[str, Any]] | None = None
 
     def summary(self, debug: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -58,7 +60,34 @@ class StateReport:
         if debug:
             body["suppressed"] = self.suppressed
             body["replacements"] = self.replacements
+            if self.contradictions is not None:
+                body["contradiction_count"] = len(self.contradictions)
+                body["contradictions"] = self.contradictions
         return body
+
+
+def contradiction_details(
+    edges: list[tuple[str, str, bool, float | None]], returned: set[str], suppressed: dict[str, str]
+) -> list[dict[str, Any]]:
+    """How each CONTRADICTS edge of a returned memory was handled.
+
+    A contradiction says two memories disagree, not which one is current, so neither is
+    hidden for it: ``other_returned`` says whether the client sees both sides, and
+    ``other_suppressed`` names the reason when the other side was hidden for its own state.
+    Each pair is reported once.
+    """
+    details, seen = [], set()
+    for memory_id, other, outgoing, strength in edges:
+        pair = frozenset((memory_id, other))
+        if memory_id not in returned or pair in seen:
+            continue
+        seen.add(pair)
+        entry: dict[str, Any] = {"id": memory_id, "contradicts": other, "direction": "outgoing" if outgoing else "incoming",
+                                 "strength": strength, "other_returned": other in returned}
+        if other in suppressed:
+            entry["other_suppressed"] = suppressed[other]
+        details.append(entry)
+    return details
 
 
 def resolve_heads(

@@ -152,6 +152,28 @@ def test_supersession_cycle_is_safe(api, stack):
     assert ids(body) == [b]  # a → b → (a: cycle closes) — b is the head reached
 
 
+def test_state_debug_reports_contradictions_without_suppressing(api, stack):
+    tag = scope()
+    a = store(api, "the deploy window is friday evening", [tag])
+    b = store(api, "the deploy window is monday morning", [tag])
+    stale = store(api, "the deploy window is sunday night", [f"{tag}-old"], t_invalid=ago(days=2))
+    link(stack, a, b, "CONTRADICTS", strength=0.9)
+    link(stack, stale, a, "CONTRADICTS")
+    body = recall(api, query="deploy window", tags=tag, limit=5, state_debug="true")
+    assert set(ids(body)) == {a, b}  # a contradiction hides neither side
+    state = body["state_filter"]
+    assert state["contradiction_count"] == 2
+    by_other = {c["contradicts"]: c for c in state["contradictions"]}
+    pair = by_other[b] if b in by_other else by_other[a]
+    assert pair["other_returned"] is True and pair["strength"] == 0.9
+    assert {pair["id"], pair["contradicts"]} == {a, b}
+    assert by_other[stale] == {"id": a, "contradicts": stale, "direction": "incoming", "strength": 0.8,
+                               "other_returned": False}
+    plain = recall(api, query="deploy window", tags=tag, limit=5)
+    assert "contradictions" not in plain["state_filter"] and "contradiction_count" not in plain["state_filter"]
+    assert "state_filter" not in recall(api, query="deploy window", tags=tag, state_mode="history", state_debug="true")
+
+
 # --- ranking controls --------------------------------------------------------------------
 def test_recency_bias_on_reranks_and_echoes(api):
     tag = scope()
@@ -259,6 +281,19 @@ def test_expand_entities(api):
     assert "sarah" in body["entity_expansion"]["entities_found"]
 
 
+def test_entities_and_jit_enriched_count_diagnostics(api):
+    tag = scope()
+    seed = store(api, "Rachel joined the platform team in March", [tag, "entity:people:rachel", "entity:orgs:platform-team"],
+                 metadata={"entities": {"people": ["Rachel"]}})
+    body = recall(api, query="what team did Rachel join", tags=tag)
+    assert body["jit_enriched_count"] == 0  # enrichment is the actors' job, never inline
+    assert body["entities"] == [{"name": "rachel", "type": "people", "tag": "entity:people:rachel", "result_ids": [seed]}]
+    both = recall(api, query="Rachel platform team", tags=tag, state_mode="history")
+    assert [e["tag"] for e in both["entities"]] == ["entity:people:rachel", "entity:orgs:platform-team"]
+    assert both["jit_enriched_count"] == 0
+    assert recall(api, query="when did she join", tags=tag)["entities"] == []
+
+
 # --- side effects ---------------------------------------------------------------------------
 def test_last_accessed_updated_for_seeds_through_the_queue(api):
     tag = scope()
@@ -280,3 +315,27 @@ def test_result_shape(api):
     assert "tags_lower" not in result["memory"] and "memory_id" not in result["memory"]
     sidecar = recall(api, query="shapes", tags=tag)["results"][0]
     assert sidecar["score_components"]["metadata"] == 1.0 and sidecar["score_components"]["exact"] == 1.0
+
+
+def test_concurrent_reads_give_the_same_answer(servers):
+    """RECALL_CONCURRENT_READS: sidecar beside the vector search, relations prefetched; same contract."""
+    from tests.stack import Stack
+
+    stack = Stack.create(servers, recall_concurrent_reads="true", recall_access_flush_ms="50")
+    try:
+        stack.start_web()
+        stack.start_worker(processes=1, threads=2)
+        with stack.client() as api:
+            tag = scope()
+            seed = store(api, "kafka consumer lag alert thresholds", [tag])
+            linked = store(api, "consumer lag dashboards live in grafana", [f"{tag}-other"])
+            sidecar = store(api, "runbook entry", [tag], metadata={"system": "kafka consumer"})
+            link(stack, seed, linked, "RELATES_TO", strength=0.7)
+            body = recall(api, query="kafka consumer", tags=tag, limit=5)
+            assert {seed, sidecar} <= set(ids(body))
+            hydrated = next(r for r in body["results"] if r["id"] == seed)["relations"]
+            assert [(r["id"], r["type"], r["direction"]) for r in hydrated] == [(linked, "RELATES_TO", "outgoing")]
+            assert next(r for r in body["results"] if r["id"] == sidecar)["score_components"]["metadata"] == 1.0
+            wait_until(lambda: api.get(f"/memory/{seed}").json()["memory"].get("last_accessed"), message="last_accessed")
+    finally:
+        stack.stop()

@@ -168,3 +168,46 @@ def test_exact_duplicates_collapse_to_the_best_scored_member():
     assert [r.id for r in kept] == ["copy-2", "other"]
     assert folded == 2
     assert kept[0].candidate.extra["deduped_from"] == ["copy-1", "orig"]
+
+
+# --- diagnostics: entities, contradictions --------------------------------------------------
+def test_named_entities_resolve_query_names_against_results():
+    from pipeline.query.entities import named_entities
+
+    results = [
+        ("m1", {"tags": ["entity:people:rachel", "entity:people:tom-jones"], "metadata": {"entities": {"people": ["Sarah"]}}}),
+        ("m2", {"tags": ["entity:people:rachel", "entity:places:paris"]}),
+        ("m3", {"tags": ["unrelated"]}),
+    ]
+    found = named_entities(["What is Sarah's sister Rachel's job?", None], results)
+    assert found == [
+        {"name": "rachel", "type": "people", "tag": "entity:people:rachel", "result_ids": ["m1", "m2"]},
+        {"name": "sarah", "type": "people", "tag": "entity:people:sarah", "result_ids": ["m1"]},
+    ]
+    # every word of a multi-word name must be in the query; no text, no entities
+    assert [e["name"] for e in named_entities(["tom said"], results)] == []
+    assert [e["name"] for e in named_entities(["Tom Jones in Paris"], results)] == ["tom jones", "paris"]
+    assert named_entities([None], results) == []
+
+
+def test_named_entities_report_at_most_ten():
+    from pipeline.query.entities import named_entities
+
+    results = [(f"m{i}", {"tags": [f"entity:people:p{i}"]}) for i in range(15)]
+    assert len(named_entities([" ".join(f"p{i}" for i in range(15))], results)) == 10
+
+
+def test_contradiction_details_report_each_pair_once_and_never_suppress():
+    from pipeline.query.state import StateReport, contradiction_details
+
+    edges = [("a", "b", True, 0.7), ("b", "a", False, 0.7), ("a", "c", False, None), ("x", "y", True, 1.0)]
+    details = contradiction_details(edges, returned={"a", "b"}, suppressed={"c": "expired"})
+    assert details == [
+        {"id": "a", "contradicts": "b", "direction": "outgoing", "strength": 0.7, "other_returned": True},
+        {"id": "a", "contradicts": "c", "direction": "incoming", "strength": None, "other_returned": False,
+         "other_suppressed": "expired"},
+    ]
+    report = StateReport(contradictions=details)
+    assert report.summary(True)["contradiction_count"] == 2 and report.summary(True)["contradictions"] == details
+    assert "contradictions" not in report.summary(False) and "contradiction_count" not in report.summary(False)
+    assert "contradictions" not in StateReport().summary(True)  # not looked up, not reported
