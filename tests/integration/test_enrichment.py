@@ -78,11 +78,16 @@ def test_multi_hop_sisters_job_through_expand_entities(api):
     enriched(api, job)
     params = {"query": "What is Sarah's sister's job?", "tags": tag, "limit": 1, "expand_entities": "true",
               "expand_respect_tags": "true"}  # keep the hop inside this test's memories
-    body = api.get("/recall", params=params).json()
+
+    def expanded_to_job():
+        # Entity expansion searches the vector payloads, which catch up with enrichment a moment after the graph.
+        body = api.get("/recall", params=params).json()
+        found = {r["id"]: r for r in body["results"] if r["match_type"] == "entity_expansion"}
+        return (body, found) if job in found else None
+
+    body, expanded = wait_until(expanded_to_job, timeout=60, message="entity expansion reaching the job memory")
     assert body["results"][0]["id"] == seed
     assert "rachel" in body["entity_expansion"]["entities_found"]
-    expanded = {r["id"]: r for r in body["results"] if r["match_type"] == "entity_expansion"}
-    assert job in expanded, body["results"]
     assert expanded[job]["expanded_from_entity"] == "rachel"
     assert "dentist" in expanded[job]["memory"]["content"]
 
