@@ -348,10 +348,14 @@ def test_by_tag_routes_and_dead_letter_admin(make_stack):
         assert listed["count"] == 2 and listed["has_more"] is True and listed["tags"] == ["doom"]
         assert api.get("/memory/by-tag").json() == {"status": "error", "code": 400, "message": "tags: at least one tag is required"}
         assert api.get("/memory/by-tag", params={"tags": "x", "tag_mode": "some"}).json()["code"] == 400
+        settle(api, 4)
         deleted = api.request("DELETE", "/memory/by-tag", params={"tags": ["doom"]}).json()
-        assert deleted["deleted_count"] == 3
-        wait_until(lambda: all(api.get(f"/memory/{m}").status_code == 404 for m in doomed), message="by-tag delete")
-        settle(api, 1)
+        assert deleted == {"status": "success", "tags": ["doom"], "deleted_count": 3}
+        # the count is what was deleted: the nodes are gone when the answer comes
+        assert all(api.get(f"/memory/{m}").status_code == 404 for m in doomed)
+        assert graph_of(stack).query("MATCH (m:Memory) RETURN count(m)").result_set[0][0] == 1
+        assert api.request("DELETE", "/memory/by-tag", params={"tags": ["doom"]}).json()["deleted_count"] == 0
+        settle(api, 1)  # and their vectors follow through the vectors queue
         assert api.get(f"/memory/{keep}").status_code == 200
 
         assert api.post("/consolidate", json={"mode": "everything"}).json()["code"] == 400
@@ -414,5 +418,34 @@ def test_graph_walk_is_keyset_paged_and_sees_every_memory_once(servers):
         plan = [str(op).strip() for op in raw.explain(graph_ops.PAGE_QUERY, {"after": 10, "upper": 138, "limit": 64})]
         assert any("Node By Label and ID Scan" in op for op in plan), plan  # both bounds inside the scan
         assert not any(op.startswith("Filter") for op in plan), plan  # no filter after the scan
+    finally:
+        raw.delete()
+
+
+def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(servers):
+    from pipeline.graph import TagFilter
+    from pipeline.maintenance import graph_ops
+
+    name = f"bytag_{time.time_ns()}"
+    raw = FalkorDB(port=servers.graph.port).select_graph(name)
+    graph = GraphStore(FalkorDB(port=servers.graph.port), name)
+    graph.ensure_schema()
+    try:
+        def make(prefix: str, count: int, tags: list[str]) -> set[str]:
+            records = [MemoryRecord(id=f"{prefix}-{i}", content=f"{prefix} {i}", tags=tags, importance=0.5, confidence=None,
+                                    type="Context", type_source=None, timestamp=ago(1), updated_at=ago(1)) for i in range(count)]
+            graph.upsert_memories(records)
+            return {r.id for r in records}
+
+        doomed = make("upper", 12, ["Scratch"]) | make("lower", 13, ["scratch", "other"])
+        kept = make("prefixed", 4, ["scratch:sub"]) | make("plain", 5, ["keep"])
+        raw.query("MATCH (a:Memory {id: 'upper-0'}), (b:Memory {id: 'plain-0'}) CREATE (a)-[:RELATES_TO]->(b)")
+        batches, dropped = [], []
+        count = graph_ops.delete_by_tag(graph, TagFilter(("SCRATCH",), "any", "exact"), 7, batches.append, dropped.extend)
+        assert count == 25 and set(dropped) == doomed and len(dropped) == 25
+        assert all(len(b) <= 7 for b in batches) and len(batches) == 4
+        left = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
+        assert left == kept  # exact match leaves scratch:sub; the edge went with its node
+        assert graph_ops.delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), 7, batches.append, dropped.extend) == 4
     finally:
         raw.delete()
