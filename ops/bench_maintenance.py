@@ -146,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = RunStore(redis.Redis.from_url(settings.redis_url))
         load_s = load(services, args.memories)
         optimize_started = time.perf_counter()
-        services.vectors.maintain()
-        services.vectors._changes = 10**9  # force the HNSW build once, as the web process would
+        edge = services.vectors.live().wrapped
+        edge._changes, edge._last_change = 10**9, 0.0  # force the HNSW build once, as the web process would
         services.vectors.maintain()
         optimize_s = time.perf_counter() - optimize_started
         rows = []

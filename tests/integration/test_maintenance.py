@@ -449,3 +449,82 @@ def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(servers):
         assert graph_ops.delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), 7, batches.append, dropped.extend) == 4
     finally:
         raw.delete()
+
+
+def _restart(stack: Stack, **env: str) -> None:
+    stack.stop()
+    stack.extra_env.update(env)
+    stack.start_web()
+    stack.start_worker(processes=1, threads=2)
+
+
+@pytest.mark.parametrize("backend", ["edge", "server"])
+def test_dimension_change_migrates_to_a_new_collection_and_switches_when_complete(make_stack, backend, tmp_path):
+    env = {"SIMILAR_TO_LIMIT": "0", "ENRICHMENT_ENABLED": "false"}
+    if backend == "server":  # qdrant-client local mode on disk: one process owns it, as Edge
+        env |= {"QDRANT_URL": f"local:{tmp_path / 'qdrant'}", "WEB_WORKER_QUEUES": "all"}
+    stack = make_stack(**env)
+    texts = [f"migration subject {i} about {word}" for i, word in enumerate(
+        ["apples", "rivers", "engines", "violins", "glaciers", "lanterns", "compilers", "orchards"] * 5)]
+    with stack.client() as api:
+        ids = [store(api, text, tags=["mig", f"n{i}"]) for i, text in enumerate(texts)]
+        settle(api, len(ids))
+        before = api.get("/health").json()["vectors"]
+        assert before["live"]["dims"] == DIMS and before["migration_needed"] is False
+
+    _restart(stack, VECTOR_SIZE="64")  # the configuration now asks for another dimension
+    with stack.client() as api:
+        vectors = api.get("/health").json()["vectors"]
+        assert vectors["live"]["dims"] == DIMS and vectors["configured_dims"] == 64 and vectors["migration_needed"]
+
+        def recall_ok(i: int) -> bool:
+            hits = api.get("/recall", params={"query": texts[i], "tags": f"n{i}", "limit": 1}).json()["results"]
+            return bool(hits) and hits[0]["id"] == ids[i] and hits[0]["match_type"] == "vector"
+
+        assert recall_ok(3)  # still served from the old collection, with the old embedding
+        assert api.post("/admin/reembed", headers=ADMIN, json={"limit": 5}).json()["code"] == 400
+        started = api.post("/admin/reembed", headers=ADMIN, params={"wait": "false"}, json={"batch_size": 7})
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        # while it runs: recall keeps working, and a write lands in both collections
+        late = store(api, "written during the migration about lanterns", tags=["mig", "late"])
+        checks = 0
+        while (run := api.get(f"/consolidate/runs/{run_id}").json()["run"])["status"] not in ("complete", "failed"):
+            assert recall_ok(checks % len(ids)), checks
+            checks += 1
+            time.sleep(0.2)
+        assert run["status"] == "complete", run
+        assert run["counts"]["processed"] == len(ids) + 1 and checks > 0
+        target = run["samples"]["target"][0]
+        assert target.endswith("-64d") and run["samples"]["live"] == [target]
+
+        vectors = api.get("/health").json()["vectors"]
+        assert vectors["live"]["name"] == target and vectors["live"]["dims"] == 64
+        assert not vectors["migration_needed"] and "migrating_to" not in vectors
+        settle(api, len(ids) + 1)
+        for i in range(0, len(ids), 5):
+            wait_until(lambda: recall_ok(i), timeout=10, message=f"recall {i} from the new collection")
+        assert api.get("/recall", params={"query": "written during the migration", "tags": "late", "limit": 1}).json()["results"][0]["id"] == late
+        sync = api.post("/admin/sync", headers=ADMIN, json={"dry_run": True}).json()
+        assert all(kind["count"] == 0 for kind in sync["drift"].values()), sync
+        wait_until(lambda: api.get(f"/consolidate/runs/{run_id}").json()["run"]["samples"].get("dropped") == ["memories"],
+                   message="old collection dropped")
+        assert api.post("/admin/reembed", headers=ADMIN, json={"limit": 5}).json()["status"] == "complete"  # in place again
+
+    stack.stop()  # every memory, exactly once, in the new collection at the new size; the old one is gone
+    if backend == "edge":
+        assert not (stack.data_dir / "qdrant-edge" / "memories").exists()
+        opened = EdgeVectorStore(str(stack.data_dir / "qdrant-edge" / target), 64)
+        opened.ensure_collection()
+    else:
+        from qdrant_client import QdrantClient
+
+        from pipeline.vectors import QdrantServerVectorStore
+
+        client = QdrantClient(path=str(tmp_path / "qdrant"))
+        assert not client.collection_exists("memories")
+        opened = QdrantServerVectorStore(client, target, 64)
+    records, offset = opened.scroll(None, 1000, with_vectors=True)
+    assert offset is None and sorted(r.memory_id for r in records) == sorted(ids + [late])
+    assert {len(r.vector) for r in records} == {64}
+    opened.close()
