@@ -130,8 +130,17 @@ class CollectionRegistry:
 
     def switch(self, run_id: str) -> CollectionSpec | None:
         """Make the run's target live (once); the collection that was live, to drop. None if not ours."""
-        script = self._redis.register_script(_SWITCH)
-        previous = script(keys=[self._key], args=[run_id])
+        def swap(pipe) -> bytes | None:  # WATCHed: only the run that owns the target, and only once
+            run = pipe.hget(self._key, "target_run")
+            if run is None or run.decode() != run_id:
+                return None
+            previous, target = pipe.hmget(self._key, "live", "target")
+            pipe.multi()
+            pipe.hset(self._key, "live", target)
+            pipe.hdel(self._key, "target", "target_run")
+            return previous
+
+        previous = self._redis.transaction(swap, self._key, value_from_callable=True)
         self._cached = None
         return CollectionSpec.from_json(previous) if previous else None
 
@@ -153,13 +162,3 @@ class CollectionRegistry:
             view["migrating_to"] = {**asdict(state.target), "run_id": state.target_run}
         return view
 
-
-# Atomic: only the run that owns the target switches, and only once.
-_SWITCH = """
-local run = redis.call('hget', KEYS[1], 'target_run')
-if not run or run ~= ARGV[1] then return false end
-local previous = redis.call('hget', KEYS[1], 'live')
-redis.call('hset', KEYS[1], 'live', redis.call('hget', KEYS[1], 'target'))
-redis.call('hdel', KEYS[1], 'target', 'target_run')
-return previous
-"""
