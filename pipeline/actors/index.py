@@ -44,6 +44,7 @@ def index_vectors(items: list[dict[str, Any]]) -> None:
     if not items:
         return
     copies = [item for item in items if item.get("op") == MIGRATE_OP]
+    current: dict[str, Any] = {}
     if copies:
         # A migration's copy takes the payload as the graph has it now: an update that landed
         # while the copy was queued is not lost (the point did not exist for its fan-out).
