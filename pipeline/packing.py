@@ -32,9 +32,13 @@ def pack_vector(vector: list[float]) -> str:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
+def unpack_vector(packed: str) -> list[float]:
+    return np.frombuffer(base64.b64decode(packed), dtype="<f4").tolist()
+
+
 def vector_of(item: dict[str, Any]) -> list[float]:
     """The vector a work item carries, packed (``vector_f32``) or plain (``vector``)."""
     packed = item.get("vector_f32")
     if packed is not None:
-        return np.frombuffer(base64.b64decode(packed), dtype="<f4").tolist()
+        return unpack_vector(packed)
     return item["vector"]

@@ -11,12 +11,13 @@ from typing import Callable, TypeVar
 
 import redis
 
+from pipeline.collections import CollectionRegistry, CollectionSpec
 from pipeline.config import Settings
-from pipeline.embedding import Embedder, build_embedder, provider_dimensions
+from pipeline.embedding import Embedder, build_embedder
 from pipeline.graph import GraphStore
 from pipeline.observability.metrics import InstrumentedEmbedder, InstrumentedStore, PipelineMetrics, process_metrics
 from pipeline.tracking import PipelineTracker
-from pipeline.vectors import VectorStore, build_vector_store
+from pipeline.vectors import QdrantServerVectorStore, VectorStore, build_vector_store
 
 T = TypeVar("T")
 
@@ -43,6 +44,11 @@ class Services:
         self._entities = None
         self._chat = None
         self._enrichment_stats = None
+        self._collections: CollectionRegistry | None = None
+        self._router = None
+        self._stores: dict[str, VectorStore] = {}  # opened collections, by name
+        self._embedders: dict[tuple, Embedder] = {}
+        self._qdrant_client = None  # one per process in server mode, shared by its collections
 
     def _lazy(self, name: str, factory: Callable[[], T]) -> T:
         value = getattr(self, name)
@@ -56,7 +62,8 @@ class Services:
 
     @property
     def vector_size(self) -> int:
-        return self._embedder.dimensions if self._embedder else provider_dimensions(self.settings)
+        """The live collection's dimensions (what recall embeds queries at)."""
+        return self._embedder.dimensions if self._embedder else self.collections.state().live.dims
 
     @property
     def graph(self) -> GraphStore:
@@ -68,21 +75,82 @@ class Services:
         return self._lazy("_graph", connect)
 
     @property
-    def vectors(self) -> VectorStore:
-        def connect() -> VectorStore:
-            store = build_vector_store(self.settings, self.vector_size)
-            store.ensure_collection()
-            return InstrumentedStore(store, "vectors", self._metrics())
+    def collections(self) -> CollectionRegistry:
+        """Which collection is live (and which a migration builds), agreed through Redis."""
+        return self._lazy("_collections", lambda: CollectionRegistry(self.broker_redis, self.settings))
 
-        return self._lazy("_vectors", connect)
+    @property
+    def vectors(self) -> VectorStore:
+        """The live collection for reads; writes fan out to a migration's target (see VectorRouter)."""
+        if self._vectors is not None:  # handed in (tests): one store, no registry
+            return self._vectors
+        from pipeline.vector_router import VectorRouter
+
+        router = self._lazy("_router", lambda: VectorRouter(self))
+        router.live()  # open it now: a store that cannot open fails here, as before
+        return router
+
+    def vector_store(self, spec: CollectionSpec) -> VectorStore:
+        """The store of one collection, opened (and its collection ensured) once per process."""
+        store = self._stores.get(spec.name)
+        if store is None:
+            with self._lock:
+                store = self._stores.get(spec.name)
+                if store is None:
+                    client = None
+                    if not self.settings.uses_qdrant_edge:
+                        client = self._lazy("_qdrant_client", lambda: QdrantServerVectorStore.client_for(self.settings))
+                    raw = build_vector_store(self.settings, spec.dims, spec.name, client)
+                    raw.ensure_collection()
+                    store = self._stores[spec.name] = InstrumentedStore(raw, "vectors", self._metrics())
+        return store
+
+    def open_vector_stores(self) -> list[VectorStore]:
+        return list(self._stores.values())
+
+    def drop_vector_store(self, spec: CollectionSpec) -> None:
+        """Delete a collection (a migration's old or abandoned one), open here or not."""
+        with self._lock:
+            store = self._stores.pop(spec.name, None)
+            if store is None:
+                client = None
+                if not self.settings.uses_qdrant_edge:
+                    client = self._lazy("_qdrant_client", lambda: QdrantServerVectorStore.client_for(self.settings))
+                store = build_vector_store(self.settings, spec.dims, spec.name, client)
+            store.drop()
+
+    def close_vector_stores(self) -> None:
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+            for store in stores:
+                if self.settings.uses_qdrant_edge:
+                    store.close()
+            if self._qdrant_client is not None:
+                self._qdrant_client.close()
+                self._qdrant_client = None
 
     @property
     def has_vectors(self) -> bool:
-        return self._vectors is not None
+        return self._vectors is not None or bool(self._stores)
+
+    def embedder_for(self, spec: CollectionSpec) -> Embedder:
+        """The embedder a collection was built with (built once per process)."""
+        key = (spec.provider, spec.model, spec.dims)
+        embedder = self._embedders.get(key)
+        if embedder is None:
+            with self._lock:
+                embedder = self._embedders.get(key)
+                if embedder is None:
+                    built = build_embedder(spec.embedding_settings(self.settings))
+                    embedder = self._embedders[key] = InstrumentedEmbedder(built, self._metrics())
+        return embedder
 
     @property
     def embedder(self) -> Embedder:
-        return self._lazy("_embedder", lambda: InstrumentedEmbedder(build_embedder(self.settings), self._metrics()))
+        """The live collection's embedder: queries must be embedded like what they search."""
+        if self._embedder is not None:  # handed in (tests)
+            return self._embedder
+        return self.embedder_for(self.collections.state().live)
 
     @property
     def broker_redis(self) -> redis.Redis:
@@ -128,3 +196,4 @@ class Services:
     def close(self) -> None:
         if self._vectors is not None:
             self._vectors.close()
+        self.close_vector_stores()

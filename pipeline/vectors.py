@@ -76,6 +76,7 @@ class VectorStore(Protocol):
     def ping(self) -> bool: ...
     def maintain(self) -> None: ...
     def close(self) -> None: ...
+    def drop(self) -> None: ...  # delete the collection and everything in it (a finished migration's old one)
     # Maintenance (sync, consolidation, backup): paged reads and batched payload writes.
     def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]: ...
     def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]: ...
@@ -247,6 +248,15 @@ class EdgeVectorStore:
             self._shard.close()
             self._shard = None
 
+    def drop(self) -> None:
+        import shutil
+
+        with self._optimize_lock:
+            if self._shard is not None:
+                self._shard.close()
+                self._shard = None
+            shutil.rmtree(self._path, ignore_errors=True)
+
 
 class QdrantServerVectorStore:
     backend = "qdrant-server"
@@ -259,15 +269,19 @@ class QdrantServerVectorStore:
         self._collection = collection
         self._size = vector_size
 
-    @classmethod
-    def connect(cls, settings: Settings, vector_size: int) -> "QdrantServerVectorStore":
+    @staticmethod
+    def client_for(settings: Settings):
         from qdrant_client import QdrantClient
 
         if settings.qdrant_url == ":memory:":
-            client = QdrantClient(":memory:")
-        else:
-            client = QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=10)
-        return cls(client, settings.qdrant_collection, vector_size)
+            return QdrantClient(":memory:")
+        if settings.qdrant_url.startswith("local:"):  # local mode on disk: one process, survives restarts
+            return QdrantClient(path=settings.qdrant_url.removeprefix("local:"))
+        return QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=10)
+
+    @classmethod
+    def connect(cls, settings: Settings, vector_size: int) -> "QdrantServerVectorStore":
+        return cls(cls.client_for(settings), settings.qdrant_collection, vector_size)
 
     def ensure_collection(self) -> None:
         m = self._models
@@ -362,13 +376,20 @@ class QdrantServerVectorStore:
     def close(self) -> None:
         self._client.close()
 
+    def drop(self) -> None:
+        if self._client.collection_exists(self._collection):
+            self._client.delete_collection(self._collection)
 
-def build_vector_store(settings: Settings, vector_size: int) -> VectorStore:
+
+def build_vector_store(settings: Settings, vector_size: int, collection: str | None = None, client=None) -> VectorStore:
+    """A store for ``collection`` (default ``QDRANT_COLLECTION``); server stores may share one ``client``."""
+    name = collection or settings.qdrant_collection
     if settings.uses_qdrant_edge:
         return EdgeVectorStore(
-            str(settings.edge_path), vector_size, settings.edge_optimize_min_changes, settings.edge_optimize_quiet_s
+            str(settings.edge_path.parent / name), vector_size, settings.edge_optimize_min_changes,
+            settings.edge_optimize_quiet_s,
         )
-    return QdrantServerVectorStore.connect(settings, vector_size)
+    return QdrantServerVectorStore(client or QdrantServerVectorStore.client_for(settings), name, vector_size)
 
 
 def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:

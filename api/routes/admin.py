@@ -21,7 +21,7 @@ from ops import backup as backup_ops
 from ops import deadletters
 from pipeline.broker import ALL_QUEUES
 from pipeline.config import Settings
-from pipeline.errors import Forbidden, NotFound
+from pipeline.errors import Forbidden, NotFound, ValidationError
 from pipeline.maintenance.sync import DRIFT_KINDS
 from pipeline.services import Services
 
@@ -73,24 +73,32 @@ async def admin_sync(request: Request, services: Annotated[Services, Depends(get
 
 @router.post("/admin/reembed", dependencies=[AdminAuth], summary="Re-embed memories through the embed queue")
 async def admin_reembed(request: Request, services: Annotated[Services, Depends(get_services)], wait: bool = True):
+    """In place at the same dimension; into a new collection, switched to when complete, at a new one."""
     settings = services.settings
     body: ReembedBody = parse_body(ReembedBody, await optional_json(request, settings.max_request_bytes))
+    migrating = await run_in_threadpool(services.collections.migration_needed)
+    if migrating and body.limit is not None:
+        raise ValidationError("limit: a dimension change migrates every memory (the new collection goes live only when complete)")
+    kind = "migrate" if migrating else "reembed"
     maintenance = launcher(services, request.app.state)
-    run_ids = await maintenance.start(["reembed"], False, body.model_dump())
+    run_ids = await maintenance.start([kind], False, body.model_dump())
     settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
-    view = views.get("reembed", {})
+    view = views.get(kind, {})
     counts = view.get("counts") or {}
-    return ORJSONResponse(
-        {
-            "status": "complete" if settled and view.get("status") == "complete" else view.get("status", "queued"),
-            "processed": counts.get("processed", 0),
-            "failed": 1 if view.get("status") == "failed" else 0,
-            "scanned": counts.get("scanned", 0),
-            "run_id": run_ids["reembed"],
-            "note": "processed memories were queued for embedding; their vectors land as the embed queue drains",
-        },
-        status_code=200 if settled else 202,
-    )
+    payload: dict[str, Any] = {
+        "status": "complete" if settled and view.get("status") == "complete" else view.get("status", "queued"),
+        "processed": counts.get("processed", 0),
+        "failed": 1 if view.get("status") == "failed" else 0,
+        "run_id": run_ids[kind],
+    }
+    if migrating:
+        payload["migration"] = await run_in_threadpool(services.collections.describe)
+        payload["note"] = ("a dimension change: every memory is embedded into a new collection through the embed "
+                           "queue; recall keeps using the old one until the new one is complete, then switches")
+    else:
+        payload["scanned"] = counts.get("scanned", 0)
+        payload["note"] = "processed memories were queued for embedding; their vectors land as the embed queue drains"
+    return ORJSONResponse(payload, status_code=200 if settled else 202)
 
 
 def require_admin_only(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
-from api.deps import get_services, get_writes
+from api.deps import get_limits, get_services, get_writes
 from api.writes import WritePath
 from pipeline.batching import ACCEPTED, ERROR, UNCHANGED, ValidatedBatch, extract_items, mark_unchanged, validate_batch
 from pipeline.services import Services
@@ -62,5 +62,5 @@ async def store_batch(
     body = await read_json(request, settings.batch_max_request_bytes)
     items = extract_items(body, settings.batch_max_items)
     await writes.admit()
-    payload = await ingest_batch(services, writes, items, request.app.state.limits)
+    payload = await ingest_batch(services, writes, items, get_limits(request))
     return ORJSONResponse(payload, status_code=201 if not payload["failed_count"] else 207)

@@ -1,9 +1,12 @@
 """GET and DELETE /memory/by-tag (AutoMem's). Included before the /memory/{id} routes.
 
 Tags match case-insensitively and exactly by default (``tag_match=prefix`` widens to colon
-prefixes, as recall does); ``tag_mode`` is any (default) or all. A delete finds the matching
-memories in pages, tombstones them and queues their deletion — graph and vectors — through the
-persist stage; the API writes to no store itself.
+prefixes, as recall does); ``tag_mode`` is any (default) or all.
+
+A delete answers with what it deleted, as the spec's response says: it removes the matching
+nodes from the graph itself, ``DELETE_BATCH`` at a time (each batch tombstoned first, so a write
+still in flight for one of them is dropped), and counts what ``DETACH DELETE`` removed. Their
+vectors are dropped through the vectors queue (the Edge shard's owner), as every delete's are.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pipeline.maintenance import graph_ops
 from pipeline.services import Services
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
-DELETE_PAGE = 500
+DELETE_BATCH = 500
 
 TagsParam = Annotated[list[str] | None, Query(description="Tags (repeat the parameter, or comma-separated).")]
 ModeParam = Annotated[Literal["any", "all"], Query()]
@@ -43,18 +46,13 @@ async def delete_by_tag(
     tag_mode: ModeParam = "any",
     tag_match: MatchParam = "exact",
 ):
-    from pipeline.actors.persist import delete_memories
+    from pipeline.actors.index import drop_vectors
 
     tag_filter = _tag_filter(tags, tag_mode, tag_match)
 
     def delete_all() -> int:
-        after, count = None, 0
-        while ids := graph_call(lambda: graph_ops.ids_by_tag(services.graph, tag_filter, after, DELETE_PAGE)):
-            services.tracker.tombstone(ids)
-            delete_memories.send(ids)
-            count += len(ids)
-            after = ids[-1]
-        return count
+        return graph_call(lambda: graph_ops.delete_by_tag(
+            services.graph, tag_filter, DELETE_BATCH, services.tracker.tombstone, drop_vectors.send))
 
     deleted = await run_in_threadpool(delete_all)
-    return ORJSONResponse({"status": "success", "tags": list(tag_filter.tags), "deleted_count": deleted, "state": "queued"})
+    return ORJSONResponse({"status": "success", "tags": list(tag_filter.tags), "deleted_count": deleted})

@@ -85,6 +85,9 @@ def health(services: Annotated[Services, Depends(get_services)]):
         "graph": settings.falkordb_graph,
         "collection": settings.qdrant_collection,
     }
+    if broker_ok:
+        _, collections = _probe(services.collections.describe)
+        body["vectors"] = collections  # the live collection, and a dimension migration in progress
     body["drift"] = drift_summary(services, memory_count if graph_ok else None, vector_count if vectors_ok else None)
     if not embedder.semantic:
         body["embedding"]["warning"] = "hash provider active: vectors are not semantic (tests and benchmarks only)"

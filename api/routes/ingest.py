@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.auth import AdminAuth
 from api.body import read_body
-from api.deps import get_services, get_writes
+from api.deps import get_limits, get_services, get_writes
 from api.routes.batch import ingest_batch
 from api.writes import WritePath
 from pipeline.errors import NotFound, Overloaded, PayloadTooLarge, Unauthorized, ValidationError
@@ -89,7 +89,7 @@ async def slack_events(
             retry = request.headers.get("x-slack-retry-num")
             return ORJSONResponse({"status": "duplicate", "event_id": event_id, "retry": retry})
     try:
-        return ORJSONResponse(await _apply_event(payload, services, writes, request.app.state.limits))
+        return ORJSONResponse(await _apply_event(payload, services, writes, get_limits(request)))
     except Exception:
         if seen_key:  # not applied: let Slack's retry through
             await run_in_threadpool(redis_client.delete, seen_key)
@@ -193,7 +193,7 @@ async def import_slack_export(
         raise
     await writes.admit()
     job_id = uuid.uuid4().hex
-    sink = _InProcessSink(asyncio.get_running_loop(), services, writes, request.app.state.limits)
+    sink = _InProcessSink(asyncio.get_running_loop(), services, writes, get_limits(request))
     await run_in_threadpool(_save_job, services, job_id, {"job_id": job_id, "status": "running"})
     if wait:
         state = await run_in_threadpool(_run_import, path, job_id, sink, services, workspace)

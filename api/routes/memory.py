@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
-from api.deps import get_services, get_writes, graph_call
+from api.deps import get_limits, get_services, get_writes, graph_call
 from api.writes import WritePath
 from pipeline.errors import Conflict, NotFound
 from pipeline.records import build_new_record, build_patch
@@ -37,7 +37,7 @@ async def store_memory(
     wait: WaitParam = True,
 ):
     body = await read_json(request, services.settings.max_request_bytes)
-    limits = request.app.state.limits
+    limits = get_limits(request)
     record = build_new_record(body, limits)
     await writes.admit()
     outcome = await writes.store(record, wait)
@@ -97,7 +97,7 @@ async def update_memory(
     wait: WaitParam = True,
 ):
     body = await read_json(request, services.settings.max_request_bytes)
-    changes = build_patch(body, request.app.state.limits)
+    changes = build_patch(body, get_limits(request))
     await _require_existing(services, memory_id)
     outcome = await writes.update(memory_id, changes, wait)
     return ORJSONResponse(

@@ -47,13 +47,14 @@ class ActorOutbox:
         index_vectors.send(items)
 
 
-def _dispatch(runs: RunStore, run: Run, phase: int, seq: int, cursor: Any) -> None:
+def _dispatch(runs: RunStore, run: Run, phase: int, seq: int, cursor: Any, delay_s: float = 0.0) -> None:
     phases = registry()[run.kind]
     if phase >= len(phases):
         runs.finish(run, COMPLETE)
         return
     actor = vector_step if phases[phase].where == VECTORS else maintenance_step
-    actor.send_with_options(args=(run.id, phase, seq, cursor), on_retry_exhausted=mark_run_failed.actor_name)
+    options = {"delay": int(delay_s * 1000)} if delay_s > 0 else {}
+    actor.send_with_options(args=(run.id, phase, seq, cursor), on_retry_exhausted=mark_run_failed.actor_name, **options)
 
 
 def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
@@ -65,9 +66,9 @@ def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
     result = registry()[run.kind][phase].step(RunContext(svc, runs, run, ActorOutbox()), cursor)
     runs.record_step(run_id, phase, seq, result.counts, result.samples)
     if result.cursor is not None:
-        _dispatch(runs, run, phase, seq + 1, result.cursor)
+        _dispatch(runs, run, phase, seq + 1, result.cursor, result.delay_s)
     else:
-        _dispatch(runs, run, phase + 1, 0, None)
+        _dispatch(runs, run, phase + 1, 0, None, result.delay_s)
 
 
 @dramatiq.actor(queue_name=MAINTENANCE_QUEUE)
@@ -109,6 +110,16 @@ def mark_run_failed(message: dict[str, Any], retries: dict[str, Any]) -> None:
     if run is not None and run.status not in FINISHED:
         error = (message.get("options", {}).get("traceback") or "").strip().splitlines()[-1:] or ["unknown error"]
         runs.finish(run, FAILED, f"step {message['args'][1]}:{message['args'][2]} failed after {retries.get('retries')} retries: {error[0]}"[:500])
+        if run.kind == "migrate":
+            abandon_migration.send(run.id)
+
+
+@dramatiq.actor(queue_name=VECTORS_QUEUE)
+def abandon_migration(run_id: str) -> None:
+    """On the vectors queue: in the embedded default only the Edge shards' owner may drop one."""
+    from pipeline.maintenance.migrate import abandon
+
+    abandon(services(), run_id)
 
 
 @dramatiq.actor(queue_name=VECTORS_QUEUE)

@@ -1,4 +1,9 @@
-"""Embed stage: many texts per provider call — the expensive part of the pipeline."""
+"""Embed stage: many texts per provider call — the expensive part of the pipeline.
+
+Each item is embedded once per collection that takes writes: the live one and, during a
+dimension migration, its target (with that collection's own embedding). An item may name
+the only collections it is for (a migration's copy names the target).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import EMBED_QUEUE
+from pipeline.maintenance.migrate import settle_outstanding
 from pipeline.packing import pack_vector
 from pipeline.tracking import EMBEDDED
 
@@ -18,12 +24,18 @@ def embed_memories(items: list[dict[str, Any]]) -> None:
 
     svc = services()
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
+    settle_outstanding(svc.broker_redis, [i for i in items if i["id"] in skipped])
     items = [item for item in items if item["id"] not in skipped]
     if not items:
         return
+    state = svc.collections.state()
     size = svc.settings.embed_batch_size
-    vectors: list[list[float]] = []
-    for start in range(0, len(items), size):
-        vectors += svc.embedder.embed([item["text"] for item in items[start : start + size]])
-    svc.tracker.advance([item["id"] for item in items], EMBEDDED)
-    index_vectors.send([{**item, "vector_f32": pack_vector(vector)} for item, vector in zip(items, vectors)])
+    for spec in state.writable:
+        wanted = [item for item in items if spec.name in item.get("collections", (spec.name,))]
+        embedder = svc.embedder_for(spec)
+        for start in range(0, len(wanted), size):
+            chunk = wanted[start : start + size]
+            for item, vector in zip(chunk, embedder.embed([item["text"] for item in chunk])):
+                item.setdefault("vectors_f32", {})[spec.name] = pack_vector(vector)
+    svc.tracker.advance([item["id"] for item in items if item.get("op") != "migrate"], EMBEDDED)
+    index_vectors.send(items)

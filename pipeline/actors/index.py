@@ -2,6 +2,11 @@
 
 In the embedded default the web process owns the Edge shard and is the only consumer of
 this queue; with a Qdrant server any worker may consume it.
+
+An item's vectors are keyed by collection (``vectors_f32``: the embed stage embeds for every
+collection taking writes); an item with one plain vector (a client's embedding, a cluster
+centre) is for the live collection. Each collection gets the vectors of its own size only, so
+no collection ever holds a mixture.
 """
 
 from __future__ import annotations
@@ -12,24 +17,54 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import VECTORS_QUEUE
-from pipeline.packing import pack_vector, vector_of
+from pipeline.collections import CollectionSpec, CollectionState
+from pipeline.maintenance.migrate import MIGRATE_OP, settle_outstanding
+from pipeline.packing import pack_vector, unpack_vector, vector_of
 from pipeline.resilience import store_call
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
 from pipeline.vectors import VectorPoint, vector_payload
+
+
+def vector_for(item: dict[str, Any], spec: CollectionSpec, state: CollectionState) -> list[float] | None:
+    keyed = item.get("vectors_f32")
+    if keyed is not None:
+        packed = keyed.get(spec.name)
+        vector = unpack_vector(packed) if packed is not None else None
+    else:
+        vector = vector_of(item) if spec.name == state.live.name else None
+    return vector if vector is not None and len(vector) == spec.dims else None
 
 
 @dramatiq.actor(queue_name=VECTORS_QUEUE)
 def index_vectors(items: list[dict[str, Any]]) -> None:
     svc = services()
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
+    settle_outstanding(svc.broker_redis, [i for i in items if i["id"] in skipped])
     items = [item for item in items if item["id"] not in skipped]
     if not items:
         return
-    store_call(svc.vectors.upsert)([VectorPoint(i["id"], vector_of(i), i["payload"]) for i in items])
-    for op in {item["op"] for item in items}:
-        ids = [item["id"] for item in items if item["op"] == op]
+    copies = [item for item in items if item.get("op") == MIGRATE_OP]
+    current: dict[str, Any] = {}
+    if copies:
+        # A migration's copy takes the payload as the graph has it now: an update that landed
+        # while the copy was queued is not lost (the point did not exist for its fan-out).
+        current = store_call(svc.graph.get_memories)([item["id"] for item in copies])
+        for item in copies:
+            if item["id"] in current:
+                item["payload"] = vector_payload(current[item["id"]])
+    state = svc.collections.state(fresh=True)
+    for spec in state.writable:
+        points = [VectorPoint(i["id"], v, i["payload"]) for i in items if (v := vector_for(i, spec, state)) is not None
+                  and (i.get("op") != MIGRATE_OP or i["id"] in current)]
+        if points:
+            store_call(svc.vector_store(spec).upsert)(points)
+    settle_outstanding(svc.broker_redis, copies)
+    writes = [item for item in items if item.get("op") != MIGRATE_OP]
+    for op in {item["op"] for item in writes}:
+        ids = [item["id"] for item in writes if item["op"] == op]
         svc.tracker.finish(ids, op, RECALLABLE if op == "store" else UPDATED)
-    _start_enrichment(svc, items)
+    live = [{**item, "vector": vector} for item in writes if (vector := vector_for(item, state.live, state)) is not None]
+    _start_enrichment(svc, live)
 
 
 def _start_enrichment(svc, items: list[dict[str, Any]]) -> None:
@@ -38,7 +73,7 @@ def _start_enrichment(svc, items: list[dict[str, Any]]) -> None:
     It starts here rather than after persist so that its payload refresh can never be
     overtaken by this upsert of the payload computed before enrichment.
     """
-    if not svc.settings.enrichment_enabled:
+    if not svc.settings.enrichment_enabled or not items:
         return
     from pipeline.actors.enrich import queue_enrichment
     from pipeline.actors.similarity import link_similar
@@ -46,7 +81,7 @@ def _start_enrichment(svc, items: list[dict[str, Any]]) -> None:
     queue_enrichment(svc, [item["id"] for item in items])
     if svc.settings.similar_to_limit > 0:
         # The vector travels packed, as between the other stages; nothing is re-embedded.
-        link_similar.send([{"id": item["id"], "vector_f32": pack_vector(vector_of(item))} for item in items])
+        link_similar.send([{"id": item["id"], "vector_f32": pack_vector(item["vector"])} for item in items])
 
 
 @dramatiq.actor(queue_name=VECTORS_QUEUE)

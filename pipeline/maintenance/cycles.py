@@ -67,6 +67,7 @@ class StepResult:
     counts: dict[str, int] = field(default_factory=dict)
     samples: dict[str, list[str]] = field(default_factory=dict)
     cursor: Any = None  # where the next step of this phase starts; None: the phase is done
+    delay_s: float = 0.0  # wait this long before the next step (a step that polls for queued work)
 
     def count(self, kind: str, ids: list[str]) -> None:
         """Count findings of one kind and keep a few of their ids as samples."""
@@ -91,7 +92,7 @@ class Phase:
 
 def registry() -> dict[str, list[Phase]]:
     """Every cycle by name (imported here so the modules stay free of each other)."""
-    from pipeline.maintenance import cluster, creative, decay, forget, reembed, sync
+    from pipeline.maintenance import cluster, creative, decay, forget, migrate, reembed, sync
 
     return {
         "decay": decay.PHASES,
@@ -100,6 +101,7 @@ def registry() -> dict[str, list[Phase]]:
         "forget": forget.PHASES,
         "sync": sync.PHASES,
         "reembed": reembed.PHASES,
+        "migrate": migrate.PHASES,
     }
 
 

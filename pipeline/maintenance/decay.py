@@ -26,8 +26,8 @@ def score_page(ctx: RunContext, memories: list[dict[str, Any]]) -> dict[str, flo
 
 def decay_step(ctx: RunContext, cursor: Any) -> StepResult:
     graph = ctx.services.graph
-    memories = store_call(graph_ops.page_memories)(graph, cursor, ctx.page_size)
-    result = StepResult(cursor=memories[-1]["id"] if len(memories) == ctx.page_size else None)
+    memories, following = store_call(graph_ops.page_memories)(graph, cursor, ctx.page_size)
+    result = StepResult(cursor=following)
     if not memories:
         return result
     scores = score_page(ctx, memories)

@@ -21,8 +21,8 @@ from pipeline.vectors import archived_payload
 
 def forget_step(ctx: RunContext, cursor: Any) -> StepResult:
     graph = ctx.services.graph
-    memories = store_call(graph_ops.page_memories)(graph, cursor, ctx.page_size)
-    result = StepResult(cursor=memories[-1]["id"] if len(memories) == ctx.page_size else None)
+    memories, following = store_call(graph_ops.page_memories)(graph, cursor, ctx.page_size)
+    result = StepResult(cursor=following)
     if not memories:
         return result
     policy = ForgetPolicy.from_settings(ctx.settings)

@@ -1,24 +1,77 @@
 """The Cypher maintenance needs: paging, relevance, archiving, sampling, tag scans.
 
-Parameterised throughout: values only ever reach FalkorDB as parameters. Pages walk the
-graph in ``id`` order from a cursor (the last id seen), so a cycle over any number of
-memories holds one page at a time and resumes from its cursor after a redelivery.
+Parameterised throughout: values only ever reach FalkorDB as parameters.
+
+**Paging** walks the graph in FalkorDB's internal node-id order (keyset paging). A cursor is
+``[after, end]``: the last internal id handled and the highest one when the walk began. A page
+asks for ``id(m) > $after AND id(m) <= $upper`` with ``$upper`` a bounded window above the
+cursor; FalkorDB serves both bounds inside its label-and-id scan (GRAPH.EXPLAIN shows one
+``Node By Label and ID Scan`` and no ``Filter``), so the sort that follows holds at most one
+window, and a page costs the same at any store size. The previous ``WHERE m.id > $after ORDER
+BY m.id LIMIT n`` let the range index filter, then projected and sorted everything after the
+cursor: its first page cost 1.6 s at 100k memories and a whole walk O(n²/page).
+
+Memories written after a walk began may fall outside it (they get a higher id, or reuse a
+deleted one below the cursor); the next run covers them. A redelivered step carries the same
+cursor and redoes the same page.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from pipeline.graph import GraphStore, TagFilter, memory_from_node, tag_predicate
 
 
-def page_memories(graph: GraphStore, after: str | None, limit: int) -> list[dict[str, Any]]:
-    """The next ``limit`` memories after ``after`` in id order (memory objects)."""
-    rows = graph.run_read(
-        "MATCH (m:Memory) WHERE m.id > $after RETURN m ORDER BY m.id LIMIT $limit",
-        {"after": after or "", "limit": limit},
-    )
-    return [memory_from_node(row[0].properties) for row in rows]
+# A window this many times the page: ids of deleted nodes and of other labels leave gaps,
+# and a step reads windows until its page is full, at most MAX_WINDOWS of them.
+WINDOW_FACTOR = 2
+MAX_WINDOWS = 64
+
+PAGE_QUERY = (
+    "MATCH (m:Memory) WHERE id(m) > $after AND id(m) <= $upper "
+    "RETURN id(m), m ORDER BY id(m) LIMIT $limit"
+)
+IDS_QUERY = (
+    "MATCH (m:Memory) WHERE id(m) > $after AND id(m) <= $upper "
+    "RETURN id(m), m.id ORDER BY id(m) LIMIT $limit"
+)
+
+
+def highest_node_id(graph: GraphStore) -> int:
+    rows = graph.run_read("MATCH (m:Memory) RETURN max(id(m))")
+    return int(rows[0][0]) if rows and rows[0][0] is not None else -1
+
+
+def walk(graph: GraphStore, cypher: str, cursor: list[int] | None, limit: int) -> tuple[list[Any], list[int] | None]:
+    """Keyset paging: up to ``limit`` values of the second column after ``cursor``, and the next cursor.
+
+    ``cypher`` must filter on ``id(m) > $after AND id(m) <= $upper``, return ``id(m)`` first and
+    order by it, with ``LIMIT $limit`` (as ``PAGE_QUERY``). The next cursor is None when done.
+    """
+    after, end = cursor if cursor else (-1, highest_node_id(graph))
+    window = max(limit * WINDOW_FACTOR, 1)
+    found: list[Any] = []
+    for _ in range(MAX_WINDOWS):
+        if len(found) >= limit or after >= end:
+            break
+        upper = min(after + window, end)
+        wanted = limit - len(found)
+        rows = graph.run_read(cypher, {"after": after, "upper": upper, "limit": wanted})
+        found += [row[1] for row in rows]
+        after = int(rows[-1][0]) if len(rows) == wanted else upper
+    return found, ([after, end] if after < end else None)
+
+
+def page_memories(graph: GraphStore, cursor: list[int] | None, limit: int) -> tuple[list[dict[str, Any]], list[int] | None]:
+    """The next ``limit`` memories after ``cursor`` (memory objects), and the next cursor."""
+    nodes, following = walk(graph, PAGE_QUERY, cursor, limit)
+    return [memory_from_node(node.properties) for node in nodes], following
+
+
+def page_ids(graph: GraphStore, cursor: list[int] | None, limit: int) -> tuple[list[str], list[int] | None]:
+    """Like ``page_memories``, memory ids only."""
+    return walk(graph, IDS_QUERY, cursor, limit)
 
 
 def relation_counts(graph: GraphStore, memory_ids: list[str]) -> dict[str, int]:
@@ -87,10 +140,32 @@ def _tag_scope(tag_filter: TagFilter) -> tuple[str, dict[str, Any]]:
     return tag_predicate(tag_filter), {"scope_tags": tag_filter.lowered}
 
 
-def ids_by_tag(graph: GraphStore, tag_filter: TagFilter, after: str | None, limit: int) -> list[str]:
+def ids_by_tag(graph: GraphStore, tag_filter: TagFilter, limit: int) -> list[str]:
+    """Up to ``limit`` ids of memories in the tag scope (any of them: a delete takes them away)."""
     predicate, params = _tag_scope(tag_filter)
-    rows = graph.run_read(
-        f"MATCH (m:Memory) WHERE {predicate} AND m.id > $after RETURN m.id ORDER BY m.id LIMIT $limit",
-        {**params, "after": after or "", "limit": limit},
-    )
+    rows = graph.run_read(f"MATCH (m:Memory) WHERE {predicate} RETURN m.id LIMIT $limit", {**params, "limit": limit})
     return [row[0] for row in rows]
+
+
+def delete_by_tag(graph: GraphStore, tag_filter: TagFilter, batch: int,
+                  before_delete: Callable[[list[str]], None], after_delete: Callable[[list[str]], None]) -> int:
+    """Delete every memory in the tag scope, ``batch`` at a time; how many were deleted.
+
+    ``before_delete(ids)`` runs before each batch (the caller tombstones them, so a write still
+    in flight for one is dropped), ``after_delete(ids)`` with the ids the batch removed (the
+    caller drops their vectors): a failure part-way leaves no deleted node with a vector
+    nobody drops. Counts what ``DETACH DELETE`` removed, so a memory deleted meanwhile by
+    someone else is not counted.
+    """
+    count = 0
+    while ids := ids_by_tag(graph, tag_filter, batch):
+        before_delete(ids)
+        rows = graph.run_write(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id}) WITH m, m.id AS gone DETACH DELETE m RETURN gone",
+            {"ids": ids},
+        )
+        gone = [row[0] for row in rows]
+        if gone:
+            after_delete(gone)
+        count += len(gone)
+    return count

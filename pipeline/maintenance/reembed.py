@@ -23,8 +23,8 @@ def reembed_step(ctx: RunContext, cursor: Any) -> StepResult:
     if limit is not None and done >= int(limit):
         return StepResult()
     size = batch if limit is None else min(batch, int(limit) - done)
-    page = store_call(graph_ops.page_memories)(ctx.services.graph, after, size)
-    result = StepResult(cursor=[page[-1]["id"], done + len(page)] if len(page) == size else None)
+    page, following = store_call(graph_ops.page_memories)(ctx.services.graph, after, size)
+    result = StepResult(cursor=[following, done + len(page)] if following is not None else None)
     memories = [m for m in page if m.get("type") not in ctx.settings.excluded_types]
     if not params.get("force") and memories:
         present = store_call(ctx.services.vectors.retrieve)([m["id"] for m in memories])

@@ -99,8 +99,8 @@ def vectors_to_graph_step(ctx: RunContext, cursor: Any) -> StepResult:
 
 
 def graph_to_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
-    memories = store_call(graph_ops.page_memories)(ctx.services.graph, cursor, ctx.page_size)
-    result = StepResult(cursor=memories[-1]["id"] if len(memories) == ctx.page_size else None)
+    memories, following = store_call(graph_ops.page_memories)(ctx.services.graph, cursor, ctx.page_size)
+    result = StepResult(cursor=following)
     memories = [m for m in memories if m.get("type") not in ctx.settings.excluded_types]
     if not memories:
         return result

@@ -165,11 +165,19 @@ def test_qdrant_server_path_with_local_mode(make_stack):
         assert hits[0]["id"] == response.json()["memory_id"] and hits[0]["match_type"] == "vector"
 
 
-def test_vector_size_mismatch_stops_start_up(make_stack):
+def test_vector_size_change_waits_for_migration_and_an_unknown_mismatch_stops_start_up(make_stack):
+    import redis
+
     stack = make_stack()
     stack.start_web()
     stack.stop()
     stack.extra_env["VECTOR_SIZE"] = "128"
+    stack.start_web()  # the live collection (recorded in Redis) keeps serving until POST /admin/reembed migrates
+    with stack.client() as api:
+        vectors = api.get("/health").json()["vectors"]
+        assert vectors["live"]["dims"] == 384 and vectors["configured_dims"] == 128 and vectors["migration_needed"]
+    stack.stop()
+    redis.Redis.from_url(stack.redis_url).delete("mempipe:vectors:collections:memories")  # no record of what is live
     with pytest.raises(RuntimeError):
         stack.start_web(timeout=30)
     log = stack.read_log("web")

@@ -316,7 +316,10 @@ def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
     clocks = [subprocess.Popen([sys.executable, "-m", "ops.clock"], cwd=ROOT, env=stack.env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
     try:
-        time.sleep(9)
+        # Count from the first scheduled runs: on a loaded machine a clock takes seconds to boot.
+        started = redis.Redis.from_url(stack.redis_url)
+        wait_until(lambda: len(started.hgetall("mempipe:clock:last_run")) == 2, timeout=60, message="clocks running")
+        time.sleep(7)
     finally:
         for clock in clocks:
             clock.terminate()
@@ -348,10 +351,14 @@ def test_by_tag_routes_and_dead_letter_admin(make_stack):
         assert listed["count"] == 2 and listed["has_more"] is True and listed["tags"] == ["doom"]
         assert api.get("/memory/by-tag").json() == {"status": "error", "code": 400, "message": "tags: at least one tag is required"}
         assert api.get("/memory/by-tag", params={"tags": "x", "tag_mode": "some"}).json()["code"] == 400
+        settle(api, 4)
         deleted = api.request("DELETE", "/memory/by-tag", params={"tags": ["doom"]}).json()
-        assert deleted["deleted_count"] == 3
-        wait_until(lambda: all(api.get(f"/memory/{m}").status_code == 404 for m in doomed), message="by-tag delete")
-        settle(api, 1)
+        assert deleted == {"status": "success", "tags": ["doom"], "deleted_count": 3}
+        # the count is what was deleted: the nodes are gone when the answer comes
+        assert all(api.get(f"/memory/{m}").status_code == 404 for m in doomed)
+        assert graph_of(stack).query("MATCH (m:Memory) RETURN count(m)").result_set[0][0] == 1
+        assert api.request("DELETE", "/memory/by-tag", params={"tags": ["doom"]}).json()["deleted_count"] == 0
+        settle(api, 1)  # and their vectors follow through the vectors queue
         assert api.get(f"/memory/{keep}").status_code == 200
 
         assert api.post("/consolidate", json={"mode": "everything"}).json()["code"] == 400
@@ -380,3 +387,147 @@ def test_by_tag_routes_and_dead_letter_admin(make_stack):
 
         reembed = api.post("/admin/reembed", headers=ADMIN, json={"batch_size": 10, "force": True}).json()
         assert reembed["status"] == "complete" and reembed["processed"] == 1
+
+
+def test_graph_walk_is_keyset_paged_and_sees_every_memory_once(servers):
+    """Internal-id keyset pages: every Memory once, across gaps (deleted nodes, other labels)."""
+    from pipeline.maintenance import graph_ops
+
+    name = f"paging_{time.time_ns()}"
+    raw = FalkorDB(port=servers.graph.port).select_graph(name)
+    graph = GraphStore(FalkorDB(port=servers.graph.port), name)
+    graph.ensure_schema()
+    try:
+        for block in range(5):  # memories interleaved with other nodes, then holes punched in both
+            raw.query("UNWIND range(0, 199) AS i CREATE (:Memory {id: 'm-' + toString($b * 1000 + i)})", {"b": block})
+            raw.query("UNWIND range(0, 299) AS i CREATE (:Other {n: i})")
+        raw.query("MATCH (m:Memory) WHERE m.id ENDS WITH '7' DELETE m")
+        expected = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
+        assert len(expected) == 900
+
+        seen, cursor, pages = [], None, 0
+        while True:
+            memories, cursor = graph_ops.page_memories(graph, cursor, 64)
+            assert len(memories) <= 64
+            seen += [m["id"] for m in memories]
+            pages += 1
+            if cursor is None:
+                break
+        assert len(seen) == len(set(seen)) and set(seen) == expected
+        assert pages <= 900 // 64 + 2  # pages are full until the end: gaps are skipped within a step
+        ids, done = graph_ops.page_ids(graph, None, 10_000)
+        assert set(ids) == expected and done is None
+
+        plan = [str(op).strip() for op in raw.explain(graph_ops.PAGE_QUERY, {"after": 10, "upper": 138, "limit": 64})]
+        assert any("Node By Label and ID Scan" in op for op in plan), plan  # both bounds inside the scan
+        assert not any(op.startswith("Filter") for op in plan), plan  # no filter after the scan
+    finally:
+        raw.delete()
+
+
+def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(servers):
+    from pipeline.graph import TagFilter
+    from pipeline.maintenance import graph_ops
+
+    name = f"bytag_{time.time_ns()}"
+    raw = FalkorDB(port=servers.graph.port).select_graph(name)
+    graph = GraphStore(FalkorDB(port=servers.graph.port), name)
+    graph.ensure_schema()
+    try:
+        def make(prefix: str, count: int, tags: list[str]) -> set[str]:
+            records = [MemoryRecord(id=f"{prefix}-{i}", content=f"{prefix} {i}", tags=tags, importance=0.5, confidence=None,
+                                    type="Context", type_source=None, timestamp=ago(1), updated_at=ago(1)) for i in range(count)]
+            graph.upsert_memories(records)
+            return {r.id for r in records}
+
+        doomed = make("upper", 12, ["Scratch"]) | make("lower", 13, ["scratch", "other"])
+        kept = make("prefixed", 4, ["scratch:sub"]) | make("plain", 5, ["keep"])
+        raw.query("MATCH (a:Memory {id: 'upper-0'}), (b:Memory {id: 'plain-0'}) CREATE (a)-[:RELATES_TO]->(b)")
+        batches, dropped = [], []
+        count = graph_ops.delete_by_tag(graph, TagFilter(("SCRATCH",), "any", "exact"), 7, batches.append, dropped.extend)
+        assert count == 25 and set(dropped) == doomed and len(dropped) == 25
+        assert all(len(b) <= 7 for b in batches) and len(batches) == 4
+        left = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
+        assert left == kept  # exact match leaves scratch:sub; the edge went with its node
+        assert graph_ops.delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), 7, batches.append, dropped.extend) == 4
+    finally:
+        raw.delete()
+
+
+def _restart(stack: Stack, **env: str) -> None:
+    stack.stop()
+    stack.extra_env.update(env)
+    stack.start_web()
+    stack.start_worker(processes=1, threads=2)
+
+
+@pytest.mark.parametrize("backend", ["edge", "server"])
+def test_dimension_change_migrates_to_a_new_collection_and_switches_when_complete(make_stack, backend, tmp_path):
+    env = {"SIMILAR_TO_LIMIT": "0", "ENRICHMENT_ENABLED": "false"}
+    if backend == "server":  # qdrant-client local mode on disk: one process owns it, as Edge
+        env |= {"QDRANT_URL": f"local:{tmp_path / 'qdrant'}", "WEB_WORKER_QUEUES": "all"}
+    stack = make_stack(**env)
+    texts = [f"migration subject {i} about {word}" for i, word in enumerate(
+        ["apples", "rivers", "engines", "violins", "glaciers", "lanterns", "compilers", "orchards"] * 5)]
+    with stack.client() as api:
+        ids = [store(api, text, tags=["mig", f"n{i}"]) for i, text in enumerate(texts)]
+        settle(api, len(ids))
+        before = api.get("/health").json()["vectors"]
+        assert before["live"]["dims"] == DIMS and before["migration_needed"] is False
+
+    _restart(stack, VECTOR_SIZE="64")  # the configuration now asks for another dimension
+    with stack.client() as api:
+        vectors = api.get("/health").json()["vectors"]
+        assert vectors["live"]["dims"] == DIMS and vectors["configured_dims"] == 64 and vectors["migration_needed"]
+
+        def recall_ok(i: int) -> bool:
+            hits = api.get("/recall", params={"query": texts[i], "tags": f"n{i}", "limit": 1}).json()["results"]
+            return bool(hits) and hits[0]["id"] == ids[i] and hits[0]["match_type"] == "vector"
+
+        assert recall_ok(3)  # still served from the old collection, with the old embedding
+        assert api.post("/admin/reembed", headers=ADMIN, json={"limit": 5}).json()["code"] == 400
+        started = api.post("/admin/reembed", headers=ADMIN, params={"wait": "false"}, json={"batch_size": 7})
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        # while it runs: recall keeps working, and a write lands in both collections
+        late = store(api, "written during the migration about lanterns", tags=["mig", "late"])
+        checks = 0
+        while (run := api.get(f"/consolidate/runs/{run_id}").json()["run"])["status"] not in ("complete", "failed"):
+            assert recall_ok(checks % len(ids)), checks
+            checks += 1
+            time.sleep(0.2)
+        assert run["status"] == "complete", run
+        assert run["counts"]["processed"] == len(ids) + 1 and checks > 0
+        target = run["samples"]["target"][0]
+        assert target.endswith("-64d") and run["samples"]["live"] == [target]
+
+        vectors = api.get("/health").json()["vectors"]
+        assert vectors["live"]["name"] == target and vectors["live"]["dims"] == 64
+        assert not vectors["migration_needed"] and "migrating_to" not in vectors
+        settle(api, len(ids) + 1)
+        for i in range(0, len(ids), 5):
+            wait_until(lambda: recall_ok(i), timeout=10, message=f"recall {i} from the new collection")
+        assert api.get("/recall", params={"query": "written during the migration", "tags": "late", "limit": 1}).json()["results"][0]["id"] == late
+        sync = api.post("/admin/sync", headers=ADMIN, json={"dry_run": True}).json()
+        assert all(kind["count"] == 0 for kind in sync["drift"].values()), sync
+        wait_until(lambda: api.get(f"/consolidate/runs/{run_id}").json()["run"]["samples"].get("dropped") == ["memories"],
+                   message="old collection dropped")
+        assert api.post("/admin/reembed", headers=ADMIN, json={"limit": 5}).json()["status"] == "complete"  # in place again
+
+    stack.stop()  # every memory, exactly once, in the new collection at the new size; the old one is gone
+    if backend == "edge":
+        assert not (stack.data_dir / "qdrant-edge" / "memories").exists()
+        opened = EdgeVectorStore(str(stack.data_dir / "qdrant-edge" / target), 64)
+        opened.ensure_collection()
+    else:
+        from qdrant_client import QdrantClient
+
+        from pipeline.vectors import QdrantServerVectorStore
+
+        client = QdrantClient(path=str(tmp_path / "qdrant"))
+        assert not client.collection_exists("memories")
+        opened = QdrantServerVectorStore(client, target, 64)
+    records, offset = opened.scroll(None, 1000, with_vectors=True)
+    assert offset is None and sorted(r.memory_id for r in records) == sorted(ids + [late])
+    assert {len(r.vector) for r in records} == {64}
+    opened.close()

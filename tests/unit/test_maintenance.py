@@ -106,3 +106,26 @@ def test_clock_schedules_cycles_from_settings():
     assert jobs == {"sync": 3600, "decay": 86400, "creative": 604800, "cluster": 2592000}  # forget is opt-in
     jobs = {j.name: j.interval_seconds for j in scheduled_jobs(Settings(consolidation_forget_interval_seconds=60, sync_interval_seconds=0))}
     assert "forget" in jobs and "sync" not in jobs
+
+
+def test_collection_registry_records_live_plans_a_target_and_switches_once():
+    from pipeline.collections import CollectionRegistry
+
+    client = fakeredis.FakeRedis()
+    first = CollectionRegistry(client, Settings(embedding_provider="hash"), cache_seconds=0)
+    assert first.state().live.name == "memories" and first.state().live.dims == 384 and not first.migration_needed()
+    # a process configured for another size sees the recorded live collection, and the need to migrate
+    resized = CollectionRegistry(client, Settings(embedding_provider="hash", vector_size=64), cache_seconds=0)
+    assert resized.state().live.dims == 384 and resized.migration_needed()
+    target = resized.plan_target("run-1")
+    assert target.name == "memories-v1-64d" and target.dims == 64
+    assert resized.plan_target("run-1") == target  # a redelivered step gets the same target
+    assert [s.name for s in first.state().writable] == ["memories", "memories-v1-64d"]  # every process writes both
+    assert resized.switch("run-2") is None  # not that run's target
+    previous = resized.switch("run-1")
+    assert previous.name == "memories" and previous.dims == 384
+    assert resized.switch("run-1") is None  # once
+    assert resized.state().live == target and resized.state().target is None and not resized.migration_needed()
+    assert resized.plan_target("run-3").name == "memories-v2-64d"
+    assert resized.abandon("run-x") is None and resized.abandon("run-3").name == "memories-v2-64d"
+    assert resized.state().target is None

@@ -1,0 +1,88 @@
+"""The vector store a process uses: the live collection, plus a migration's target for writes.
+
+Reads (search, scroll, retrieve, counts) go to the live collection. Deletes and payload
+changes go to every writable collection (live and, during a dimension migration, its target),
+so the target never keeps a point or a payload the live one has lost. Upserts carry vectors
+of one size, so they go to the live collection here; the vector stage writes a migration's
+target itself, with the vectors embedded for it (see ``pipeline.actors.index``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pipeline.vectors import VectorHit, VectorPoint, VectorQuery, VectorRecord, VectorStore
+
+if TYPE_CHECKING:
+    from pipeline.services import Services
+
+
+class VectorRouter:
+    def __init__(self, services: "Services"):
+        self._services = services
+
+    # --- which stores -----------------------------------------------------------------
+    def live(self) -> VectorStore:
+        return self._services.vector_store(self._services.collections.state().live)
+
+    def _writable(self) -> list[VectorStore]:
+        return [self._services.vector_store(spec) for spec in self._services.collections.state().writable]
+
+    def _targets(self) -> list[VectorStore]:
+        state = self._services.collections.state()
+        return [self._services.vector_store(state.target)] if state.target else []
+
+    @property
+    def backend(self) -> str:
+        return self.live().backend
+
+    # --- reads: the live collection -----------------------------------------------------
+    def search(self, query: VectorQuery) -> list[VectorHit]:
+        return self.live().search(query)
+
+    def count(self) -> int:
+        return self.live().count()
+
+    def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
+        return self.live().count_memories(excluded_types)
+
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
+        return self.live().scroll(offset, limit, with_vectors)
+
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
+        return self.live().retrieve(memory_ids, with_vectors)
+
+    def ping(self) -> bool:
+        return self.live().ping()
+
+    # --- writes ---------------------------------------------------------------------------
+    def upsert(self, points: list[VectorPoint]) -> None:
+        self.live().upsert(points)
+
+    def delete(self, memory_ids: list[str]) -> None:
+        for store in self._writable():
+            store.delete(memory_ids)
+
+    def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
+        self.set_payloads({memory_id: payload})
+
+    def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        self.live().set_payloads(payloads)
+        for target in self._targets():  # a target still being built lacks some points: skip those
+            present = target.retrieve(list(payloads))
+            if present:
+                target.set_payloads({m: p for m, p in payloads.items() if m in present})
+
+    # --- lifecycle --------------------------------------------------------------------
+    def ensure_collection(self) -> None:
+        self._writable()  # opening a store ensures its collection
+
+    def maintain(self) -> None:
+        for store in self._services.open_vector_stores():
+            store.maintain()
+
+    def close(self) -> None:
+        self._services.close_vector_stores()
+
+    def drop(self) -> None:
+        raise NotImplementedError("drop a collection through Services.drop_vector_store")
