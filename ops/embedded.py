@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 class EmbeddedService:
     env_overrides: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
+    broker_port: int = field(default_factory=free_port)
+    graph_port: int = field(default_factory=free_port)
     api_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
     admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
     data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mempipe-embedded-")))
@@ -46,8 +48,8 @@ class EmbeddedService:
             **os.environ,
             "HOST": "127.0.0.1",
             "PORT": str(self.port),
-            "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
-            "FALKORDB_PORT": str(free_port()),
+            "REDIS_URL": f"redis://127.0.0.1:{self.broker_port}/0",
+            "FALKORDB_PORT": str(self.graph_port),
             "MEMPIPE_DATA_DIR": str(self.data_dir),
             "AUTOMEM_API_TOKEN": self.api_token,
             "ADMIN_API_TOKEN": self.admin_token,
@@ -82,8 +84,24 @@ class EmbeddedService:
             return {}
         found: dict[str, list[int]] = {"serve": [self.process.pid]}
         for pid in descendants(self.process.pid):
-            found.setdefault(_role(pid), []).append(pid)
+            found.setdefault(self._role(pid), []).append(pid)
         return found
+
+    def _role(self, pid: int) -> str:
+        try:
+            cmd = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return "gone"
+        if "redis-server" in cmd:
+            # redis rewrites its process title to "redis-server HOST:PORT": tell them by port
+            return "redis-graph" if f":{self.graph_port}" in cmd else "redis-broker"
+        if "uvicorn" in cmd:
+            return "web"
+        if "ops.clock" in cmd:
+            return "clock"
+        if "dramatiq" in cmd:
+            return "enricher" if cmd.rstrip().endswith(" enrich") else "worker"
+        return "other"
 
     def stop(self, remove: bool = True) -> None:
         if self.process and self.process.poll() is None:
@@ -121,22 +139,6 @@ def descendants(root: int) -> list[int]:
             found.append(child)
             stack.append(child)
     return found
-
-
-def _role(pid: int) -> str:
-    try:
-        cmd = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return "gone"
-    if "redis-server" in cmd:
-        return "redis-graph" if "falkordb" in cmd.lower() else "redis-broker"
-    if "uvicorn" in cmd:
-        return "web"
-    if "ops.clock" in cmd:
-        return "clock"
-    if "dramatiq" in cmd:
-        return "enricher" if cmd.rstrip().endswith(" enrich") else "worker"
-    return "other"
 
 
 def rss_mb(pid: int) -> float | None:
