@@ -19,7 +19,8 @@ HEADERS = {"Authorization": f"Bearer {API_TOKEN}", "X-Admin-Token": ADMIN_TOKEN}
 
 @pytest.fixture(scope="module")
 def fuzz_stack(servers):
-    stack = Stack.create(servers, MAINTENANCE_RUN_WAIT_SECONDS="2", ENRICHMENT_ENABLED="false")
+    # Short waits: a fuzz run is about answers, not about waiting out writes and maintenance runs.
+    stack = Stack.create(servers, MAINTENANCE_RUN_WAIT_SECONDS="1", WRITE_WAIT_SECONDS="0.5", ENRICHMENT_ENABLED="false")
     stack.start_web()
     stack.start_worker()
     yield stack
