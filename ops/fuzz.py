@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import hypothesis
 import hypothesis.errors
+import hypothesis.strategies as st
 import schemathesis
 from hypothesis import HealthCheck, Phase, Verbosity
 from schemathesis import GenerationMode
@@ -91,7 +93,7 @@ def _failure_titles(exc: BaseException) -> list[str]:
 
 
 def fuzz_operation(operation, base_url: str, headers: dict[str, str], examples: int, modes: list[str],
-                   max_failures: int = 5) -> OperationReport:
+                   known_ids: list[str] = (), max_failures: int = 5) -> OperationReport:
     report = OperationReport(operation.label)
     started = time.monotonic()
     for mode in modes:
@@ -100,8 +102,12 @@ def fuzz_operation(operation, base_url: str, headers: dict[str, str], examples: 
         @hypothesis.settings(max_examples=examples, deadline=None, database=None, derandomize=True,
                              phases=[Phase.explicit, Phase.generate], verbosity=Verbosity.quiet,
                              suppress_health_check=list(HealthCheck))
-        @hypothesis.given(case=strategy)
-        def run(case) -> None:
+        @hypothesis.given(case=strategy, pick=st.integers(0, 2 * len(known_ids)))
+        def run(case, pick: int) -> None:
+            # A random id is always 404: about half the cases name a memory that exists, so
+            # updates, deletes and relations run on real records with generated input.
+            if case.path_parameters and "memory_id" in case.path_parameters and pick < len(known_ids):
+                case.path_parameters["memory_id"] = known_ids[pick]
             response = case.call(base_url=base_url, headers=headers, timeout=60)
             report.calls += 1
             report.statuses[response.status_code] += 1
@@ -126,16 +132,30 @@ def fuzz_operation(operation, base_url: str, headers: dict[str, str], examples: 
     return report
 
 
+def seed_memories(base_url: str, headers: dict[str, str], count: int = 4) -> list[str]:
+    """A few stored memories for the fuzzer to aim at (ids it could not guess)."""
+    ids = []
+    with httpx.Client(base_url=base_url, headers=headers, timeout=60) as api:
+        for i in range(count):
+            response = api.post("/memory", json={"content": f"fuzz target memory {i}", "tags": ["fuzz-target"],
+                                                 "metadata": {"seeded": True}})
+            response.raise_for_status()
+            ids.append(response.json()["memory_id"])
+    return ids
+
+
 def fuzz(base_url: str, headers: dict[str, str], examples: int, modes: list[str] | None = None,
          only: str | None = None) -> list[OperationReport]:
     """Fuzz every operation in the service's schema; ``only`` keeps labels containing it."""
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", headers=headers)
+    known_ids = seed_memories(base_url, headers)
     reports = []
     for result in schema.get_all_operations():
         operation = result.ok()
         if only and only not in operation.label:
             continue
-        reports.append(fuzz_operation(operation, base_url, headers, examples, modes or ["positive", "negative"]))
+        reports.append(fuzz_operation(operation, base_url, headers, examples, modes or ["positive", "negative"],
+                                      known_ids))
     return reports
 
 
