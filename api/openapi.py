@@ -140,7 +140,8 @@ def _query(**schemas: dict[str, Any]) -> list[dict[str, Any]]:
 QUERY_PARAMETERS = {
     ("get", "/memory/by-tag"): _query(tags=_LIST, tag_mode={"type": "string", "enum": ["any"]},
                                       tag_match={"type": "string", "enum": ["exact"]},
-                                      limit={"type": "integer", "minimum": 1}, offset={"type": "integer", "minimum": 0}),
+                                      limit={"type": "integer", "minimum": 1},
+                                      offset={"type": "integer", "minimum": 0, "maximum": 2**63 - 1}),
     ("get", "/startup-recall"): _query(limit={"type": "integer", "minimum": 1}),
     ("get", "/memories/{memory_id}/related"): _query(
         relationship_types=_LIST, max_depth={"type": "integer", "minimum": 1, "maximum": 3},

@@ -47,3 +47,11 @@ def test_nul_in_an_id_is_the_callers_error_not_the_stores(fuzz_stack):
             assert response.status_code in (400, 404) and response.json()["status"] == "error", (path, response.text)
         response = api.post("/memory", json={"content": "fine", "tags": ["a\x00"]})
         assert response.status_code == 400 and response.json()["message"].startswith("tags.0: NUL")
+
+
+def test_an_integer_past_64_bits_is_a_400(fuzz_stack):
+    """Found by fuzzing: GET /memory/by-tag with a 30-digit offset answered 500."""
+    with fuzz_stack.client() as api:
+        response = api.get("/memory/by-tag", params={"tags": "x", "offset": "140126271337760258164824997888"})
+        assert response.status_code == 400, response.text
+        assert response.json()["message"].startswith("offset: must be at most")
