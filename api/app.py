@@ -22,11 +22,13 @@ from api.access import AccessBatcher
 from api.errors import install_error_handlers
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
+from api.openapi import install_openapi
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
+from pipeline.embedding import provider_dimensions
 from pipeline.query import RecallEngine
 from pipeline.records import Limits
 from pipeline.services import Services
@@ -171,4 +173,5 @@ def create_app(
     app.add_route("/mcp", mcp.asgi, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     app.include_router(relations.router)
     app.include_router(enrichment.router)
+    install_openapi(app, settings, lambda: provider_dimensions(settings))
     return app

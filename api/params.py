@@ -11,6 +11,11 @@ from fastapi import Request
 from pipeline.errors import ValidationError
 from pipeline.records import parse_timestamp
 
+# The widest integer the graph, the broker and orjson all take (signed 64-bit): a larger one
+# is the caller's error, not a store or serialisation failure (fuzzing found an offset that
+# came back as a 500).
+INT64_MAX = 2**63 - 1
+
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
@@ -72,6 +77,8 @@ def int_param(request: Request, name: str, default: int | None, low: int, high: 
         raise ValidationError(f"{name}: expected an integer, got {value!r}") from None
     if number < low:
         raise ValidationError(f"{name}: must be at least {low}")
+    if number > INT64_MAX and (high is None or not clamp_high):
+        raise ValidationError(f"{name}: must be at most {INT64_MAX}")
     if high is not None and number > high:
         if clamp_high:
             return high

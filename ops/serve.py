@@ -22,7 +22,8 @@ from urllib.parse import urlparse
 
 from ops.redis_servers import RedisServer
 from pipeline.broker import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
-from pipeline.config import Settings
+from pipeline.config import Settings, is_loopback
+from pipeline.errors import ConfigurationError
 
 
 def _load_or_create_tokens(data_dir: Path) -> dict[str, str]:
@@ -37,6 +38,18 @@ def _load_or_create_tokens(data_dir: Path) -> dict[str, str]:
         path.write_text(json.dumps(tokens, indent=2))
         path.chmod(0o600)
     return tokens
+
+
+def public_bind_refusal(settings: Settings) -> str | None:
+    """Why the launcher must not start, or None.
+
+    A token generated here would only be printed on this console (or kept from an earlier
+    loopback run): exposing the API needs one the operator chose, in AUTOMEM_API_TOKEN.
+    """
+    if is_loopback(settings.host) or settings.automem_api_token:
+        return None
+    return (f"HOST={settings.host} would expose the API beyond this machine without a token: "
+            "set AUTOMEM_API_TOKEN (and ADMIN_API_TOKEN), or bind to 127.0.0.1")
 
 
 class Supervisor:
@@ -118,7 +131,15 @@ class Supervisor:
 
 
 def main() -> int:
-    settings = Settings(MEMPIPE_EMBEDDED=True)
+    # Checked before any child starts: a refused launch leaves nothing running or written.
+    try:
+        settings = Settings(MEMPIPE_EMBEDDED=True)
+        refusal = public_bind_refusal(settings)
+    except ConfigurationError as exc:
+        refusal = exc.message
+    if refusal:
+        print(f"mempipe: refusing to start: {refusal}", file=sys.stderr)
+        return 2
     supervisor = Supervisor(settings)
 
     def on_signal(signum, _frame):

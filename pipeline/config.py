@@ -8,6 +8,7 @@ configuration table is generated from this class (``python -m ops.config_table``
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -18,6 +19,21 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pipeline.errors import ConfigurationError
 
 EmbeddingProviderName = Literal["auto", "openai", "local", "hash"]
+
+
+def is_loopback(host: str) -> bool:
+    """True only for an interface no other machine can reach (127.0.0.0/8, ::1, localhost).
+
+    Anything else, "0.0.0.0", "" and names included, counts as public: refusing a safe
+    bind costs a token, accepting an exposed one leaks every memory.
+    """
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 class ScoringWeights(BaseModel, frozen=True):
@@ -222,8 +238,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_insecure_defaults(self) -> "Settings":
-        exposed = self.host not in ("127.0.0.1", "localhost", "::1")
-        if exposed and not self.automem_api_token:
+        if not is_loopback(self.host) and not self.automem_api_token:
             raise ConfigurationError(
                 f"HOST={self.host} exposes the API beyond this machine: set AUTOMEM_API_TOKEN first."
             )

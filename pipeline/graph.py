@@ -15,6 +15,7 @@ from falkordb import FalkorDB
 from redis.exceptions import ResponseError
 
 from pipeline.config import Settings
+from pipeline.errors import ValidationError
 from pipeline.records import MemoryRecord, tag_prefixes
 from pipeline.threads import SCHEMA as thread_schema
 from pipeline.threads import link_threads
@@ -177,6 +178,25 @@ TRENDING_ORDERS = {
 }
 
 
+def _refuse_nul(value: Any) -> None:
+    """FalkorDB cannot take a NUL character in a parameter (the query text breaks at it).
+
+    Found by fuzzing: an id with a NUL in it turned a bad request into a graph error (503).
+    Writes are refused field by field at validation; this guard catches every other road
+    (ids in paths, query strings, relation endpoints) as the caller's error, not the store's.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValidationError("a value contains a NUL character (\\u0000), which cannot be stored or searched")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_nul(key)
+            _refuse_nul(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _refuse_nul(item)
+
+
 class GraphStore:
     """Memory nodes in one FalkorDB graph."""
 
@@ -198,9 +218,11 @@ class GraphStore:
         return cls(client, settings.falkordb_graph)
 
     def _query(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        _refuse_nul(params)
         return self._graph.query(cypher, params or {}).result_set
 
     def _read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        _refuse_nul(params)
         return self._graph.ro_query(cypher, params or {}).result_set
 
     # Maintenance modules keep their own (always parameterised) Cypher next to the logic

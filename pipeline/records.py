@@ -189,6 +189,16 @@ def _depth(value: Any, level: int = 1) -> int:
     return level
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 def _check_content(content: str | None, limits: Limits) -> str:
     if content is None:
         raise ValidationError("content: field required")
@@ -211,6 +221,8 @@ def _check_tags(tags: list[str], limits: Limits) -> list[str]:
         tag = tag.strip()
         if not tag:
             raise ValidationError(f"tags.{index}: must not be empty")
+        if "\x00" in tag:
+            raise ValidationError(f"tags.{index}: NUL bytes are not allowed")
         if len(tag) > limits.max_tag_length:
             raise ValidationError(f"tags.{index}: longer than {limits.max_tag_length} characters")
         if tag not in cleaned:
@@ -236,6 +248,8 @@ def _check_metadata(metadata: dict[str, Any], limits: Limits) -> dict[str, Any]:
         raise ValidationError(f"metadata: {len(encoded)} bytes exceeds the limit of {limits.max_metadata_bytes}")
     if _depth(metadata) > limits.max_metadata_depth:
         raise ValidationError(f"metadata: nested deeper than {limits.max_metadata_depth} levels")
+    if _has_nul(metadata):  # the graph cannot store it (FalkorDB's parameters stop at NUL)
+        raise ValidationError("metadata: NUL bytes are not allowed (in a key or a value)")
     return metadata
 
 

@@ -119,8 +119,9 @@ class Stack:
         """Run an ops command against this stack (same environment as its processes)."""
         return subprocess.run([sys.executable, *args], cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=120)
 
-    def start_web(self, timeout: float = 60.0) -> None:
-        args = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1",
+    def start_web(self, timeout: float = 60.0, app: str = "api.app:create_app") -> None:
+        """Start the web process; ``app`` names another uvicorn factory (a fault-injecting one)."""
+        args = [sys.executable, "-m", "uvicorn", app, "--factory", "--host", "127.0.0.1",
                 "--port", str(self.port), "--no-access-log"]
         self.web = subprocess.Popen(args, cwd=ROOT, env=self.env(), stdout=self._log("web"), stderr=subprocess.STDOUT)
         self.wait_healthy(timeout)

@@ -50,7 +50,7 @@ async def ingest_batch(services: Services, writes: WritePath, items: list[Any], 
 
 
 @router.post(
-    "/memory/batch",
+    "/memory/batch", status_code=201,
     summary="Store up to 500 memories in one request (queued; 201 all accepted, 207 with per-item errors)",
 )
 async def store_batch(

@@ -1,0 +1,215 @@
+"""The OpenAPI schema says what the routes really accept and answer.
+
+Routes read their bodies and most query parameters by hand (AutoMem's leniency: lists as
+repeats or comma lists, booleans in several spellings, unknown keys ignored, errors in
+AutoMem's envelope), so FastAPI cannot infer them. This module declares them in one place:
+
+- request bodies, with the live limits (content length, tags, batch size, vector size);
+- query parameters of the hand-parsed read routes;
+- every status a route can answer: the extra 2xx (202 queued, 207 partial) and each error,
+  always the ``ErrorEnvelope`` (FastAPI's default 422 ``HTTPValidationError`` never happens
+  here: validation errors are 400 in the envelope);
+- non-JSON answers (``/metrics`` text, ``/backup`` gzip).
+
+Schemathesis (``ops/fuzz.py``) fuzzes from this schema and checks answers against it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from pipeline.config import Settings
+from pipeline.records import MEMORY_TYPES
+from pipeline.relations import AUTHORABLE_TYPES
+
+ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
+ERROR_ENVELOPE = {
+    "type": "object",
+    "description": "AutoMem's error envelope: code is the HTTP status, message names the field at fault.",
+    "required": ["status", "code", "message"],
+    "properties": {"status": {"type": "string", "enum": ["error"]}, "code": {"type": "integer"},
+                   "message": {"type": "string", "minLength": 1}},
+}
+# Every JSON success answer (AutoMem's shape) carries a status word.
+SUCCESS = {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}
+
+ERRORS = {
+    400: "Invalid input; the message names the parameter or field",
+    401: "Missing or invalid API token",
+    403: "Admin token missing or wrong (X-Admin-Token)",
+    404: "Not found",
+    409: "The memory is still being written; retry once it is stored",
+    413: "Request body too large",
+    429: "Pipeline behind (BACKPRESSURE_MAX_PENDING); retry after Retry-After seconds",
+    503: "A backing store is unreachable; try again shortly",
+}
+# Successes besides the route's own status code.
+EXTRA_SUCCESS: dict[tuple[str, str], dict[int, str]] = {
+    ("post", "/memory"): {202: "Accepted and queued (durable); not yet recallable"},
+    ("post", "/memory/batch"): {207: "Some items refused; per-item results"},
+    ("get", "/memory/{memory_id}"): {202: "Accepted, still in the pipeline"},
+    ("patch", "/memory/{memory_id}"): {202: "Update queued"},
+    ("delete", "/memory/{memory_id}"): {202: "Delete queued"},
+    ("post", "/associate"): {207: "Some associations refused; per-item results"},
+    ("post", "/consolidate"): {202: "Runs started; not finished within the wait"},
+    ("post", "/admin/sync"): {202: "Run started; not finished within the wait"},
+    ("post", "/admin/reembed"): {202: "Run started; not finished within the wait"},
+    ("post", "/admin/import/slack"): {202: "Import job started"},
+}
+BACKPRESSURED = {("post", "/memory"), ("post", "/memory/batch"), ("post", "/admin/import/slack")}
+CONFLICTS = {("patch", "/memory/{memory_id}"), ("delete", "/memory/{memory_id}")}
+NOT_FOUND_IN_BODY = {("post", "/associate")}  # an endpoint memory that does not exist
+MEDIA = {
+    ("get", "/metrics"): ("text/plain", {"type": "string"}),
+    ("get", "/backup"): ("application/gzip", {"type": "string", "format": "binary"}),
+}
+
+_LIST = {"type": "array", "items": {"type": "string"}}
+
+
+def _memory_properties(s: Settings, vector_size: int) -> dict[str, Any]:
+    text = {"type": "string", "minLength": 1, "maxLength": s.memory_content_hard_limit,
+            "pattern": r"^[^\x00]*\S[^\x00]*$"}  # not blank, no NUL
+    return {
+        "content": text,
+        "tags": {"type": "array", "maxItems": s.max_tags,
+                 "items": {"type": "string", "minLength": 1, "maxLength": s.max_tag_length, "pattern": r"\S"}},
+        "importance": {"type": "number", "minimum": 0, "maximum": 1},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "type": {"type": "string", "enum": list(MEMORY_TYPES)},
+        "timestamp": {"type": "string", "format": "date-time"},
+        "t_valid": {"type": "string", "format": "date-time"},
+        "t_invalid": {"type": "string", "format": "date-time"},
+        "metadata": {"type": "object", "description": f"≤ {s.max_metadata_bytes} bytes, ≤ {s.max_metadata_depth} levels"},
+        "embedding": {"type": "array", "items": {"type": "number"}, "minItems": vector_size, "maxItems": vector_size},
+    }
+
+
+def _new_memory(s: Settings, vector_size: int) -> dict[str, Any]:
+    memory_id = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"}
+    return {"type": "object", "required": ["content"],
+            "properties": {**_memory_properties(s, vector_size), "id": memory_id, "memory_id": memory_id}}
+
+
+def _association() -> dict[str, Any]:
+    return {"type": "object", "required": ["memory1_id", "memory2_id"], "properties": {
+        "memory1_id": {"type": "string", "minLength": 1}, "memory2_id": {"type": "string", "minLength": 1},
+        "type": {"type": "string", "enum": list(AUTHORABLE_TYPES)},
+        "strength": {"type": "number", "minimum": 0, "maximum": 1}}}
+
+
+def _bodies(s: Settings, vector_size: int) -> dict[tuple[str, str], tuple[bool, str, dict[str, Any]]]:
+    """(method, path) → (required, media type, schema)."""
+    patch = {"type": "object", "minProperties": 1, "properties": _memory_properties(s, vector_size)}
+    return {
+        ("post", "/memory"): (True, "application/json", _new_memory(s, vector_size)),
+        ("patch", "/memory/{memory_id}"): (True, "application/json", patch),
+        ("post", "/memory/batch"): (True, "application/json", {
+            "type": "object", "required": ["memories"], "properties": {"memories": {
+                "type": "array", "minItems": 1, "maxItems": s.batch_max_items, "items": _new_memory(s, vector_size)}}}),
+        ("post", "/associate"): (True, "application/json", {"oneOf": [
+            _association(),
+            {"type": "object", "required": ["associations"], "properties": {"associations": {
+                "type": "array", "minItems": 1, "maxItems": 500, "items": _association()}}}]}),
+        ("post", "/consolidate"): (False, "application/json", {"type": "object", "properties": {
+            "mode": {"type": "string", "enum": ["full", "decay", "creative", "cluster", "forget"]},
+            "dry_run": {"type": "boolean"}}}),
+        ("post", "/admin/sync"): (False, "application/json", {"type": "object", "properties": {
+            "dry_run": {"type": "boolean"}}}),
+        ("post", "/admin/reembed"): (False, "application/json", {"type": "object", "properties": {
+            "batch_size": {"type": "integer", "minimum": 1, "maximum": 2048},
+            "limit": {"type": "integer", "minimum": 1}, "force": {"type": "boolean"}}}),
+        ("post", "/admin/deadletters/replay"): (False, "application/json", {"type": "object", "properties": {
+            "queue": {"type": "string", "enum": ["persist", "embed", "vectors", "enrich", "maintenance"]},
+            "ids": _LIST}}),
+        ("post", "/enrichment/reprocess"): (False, "application/json", {"type": "object", "properties": {
+            "ids": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}}}),
+        ("post", "/admin/import/slack"): (True, "application/zip", {"type": "string", "format": "binary"}),
+        ("post", "/ingest/slack/events"): (True, "application/json", {"type": "object"}),
+    }
+
+
+def _query(**schemas: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": name, "in": "query", "required": False, "schema": schema} for name, schema in schemas.items()]
+
+
+# Query parameters of routes that parse them by hand (recall declares its own).
+QUERY_PARAMETERS = {
+    ("get", "/memory/by-tag"): _query(tags=_LIST, tag_mode={"type": "string", "enum": ["any"]},
+                                      tag_match={"type": "string", "enum": ["exact"]},
+                                      limit={"type": "integer", "minimum": 1},
+                                      offset={"type": "integer", "minimum": 0, "maximum": 2**63 - 1}),
+    ("get", "/startup-recall"): _query(limit={"type": "integer", "minimum": 1}),
+    ("get", "/memories/{memory_id}/related"): _query(
+        relationship_types=_LIST, max_depth={"type": "integer", "minimum": 1, "maximum": 3},
+        limit={"type": "integer", "minimum": 1}),
+    ("post", "/enrichment/reprocess"): _query(ids=_LIST),
+}
+
+
+def _error_codes(method: str, path: str, operation: dict[str, Any]) -> list[int]:
+    codes = []
+    if operation.get("parameters") or operation.get("requestBody"):
+        codes.append(400)
+    if path != "/health":
+        codes.append(401)
+    if path.startswith("/admin") or path == "/backup":
+        codes.append(403)
+    if "{" in path or (method, path) in NOT_FOUND_IN_BODY:
+        codes.append(404)
+    if (method, path) in CONFLICTS:
+        codes.append(409)
+    if operation.get("requestBody"):
+        codes.append(413)
+    if (method, path) in BACKPRESSURED:
+        codes.append(429)
+    if path != "/health":
+        codes.append(503)
+    return codes
+
+
+def shape_schema(schema: dict[str, Any], settings: Settings, vector_size: int) -> dict[str, Any]:
+    """Apply the declarations above to FastAPI's generated schema (in place; returned)."""
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.pop("HTTPValidationError", None)
+    components.pop("ValidationError", None)
+    components["ErrorEnvelope"] = ERROR_ENVELOPE
+    bodies = _bodies(settings, vector_size)
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            key = (method, path)
+            if key in QUERY_PARAMETERS:
+                known = {p["name"] for p in operation.get("parameters", [])}
+                operation.setdefault("parameters", []).extend(p for p in QUERY_PARAMETERS[key] if p["name"] not in known)
+            if key in bodies:
+                required, media, body_schema = bodies[key]
+                operation["requestBody"] = {"required": required, "content": {media: {"schema": body_schema}}}
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)
+            for code, description in EXTRA_SUCCESS.get(key, {}).items():
+                responses.setdefault(str(code), {"description": description})
+            for code, response in responses.items():
+                if code.startswith("2"):
+                    media, body_schema = MEDIA.get(key, ("application/json", SUCCESS))
+                    response["content"] = {media: {"schema": body_schema}}
+            for code in _error_codes(method, path, operation):
+                responses[str(code)] = {"description": ERRORS[code],
+                                        "content": {"application/json": {"schema": ENVELOPE_REF}}}
+            if path == "/health":
+                responses["503"] = {"description": "Unhealthy (broker down): the same health report",
+                                    "content": {"application/json": {"schema": SUCCESS}}}
+    return schema
+
+
+def install_openapi(app: FastAPI, settings: Settings, vector_size: Callable[[], int]) -> None:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            app.openapi_schema = shape_schema(schema, settings, vector_size())
+        return app.openapi_schema
+
+    app.openapi = openapi

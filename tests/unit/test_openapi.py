@@ -1,0 +1,65 @@
+"""The OpenAPI schema describes what the hand-parsed routes take and answer (Schemathesis fuzzes from it)."""
+
+from __future__ import annotations
+
+import inspect
+
+from fastapi.routing import APIRoute
+
+from api.app import create_app
+from pipeline.config import Settings
+
+BODY_READERS = ("read_json(", "read_body(", "optional_json(", "_requested_ids(")
+
+
+def _api_routes(routes, prefix: str = ""):
+    """Every APIRoute with its full path, through included routers (FastAPI includes them lazily)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield prefix + route.path, route
+        elif hasattr(route, "original_router"):
+            yield from _api_routes(route.original_router.routes, prefix + route.include_context.prefix)
+
+
+def _app_and_schema():
+    app = create_app(Settings(automem_api_token="t", admin_api_token="a", embedding_provider="hash"))
+    return app, app.openapi()
+
+
+def test_every_error_is_the_envelope_and_no_422_is_promised():
+    _, schema = _app_and_schema()
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            assert "422" not in responses, (method, path)
+            for code, response in responses.items():
+                if int(code) >= 400 and not (path == "/health" and code == "503"):
+                    assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}, (method, path, code)
+            if path != "/health":
+                assert "401" in responses and "503" in responses, (method, path)
+
+
+def test_every_route_that_reads_a_body_declares_it():
+    app, schema = _app_and_schema()
+    readers = 0
+    for path, route in _api_routes(app.routes):
+        if not route.include_in_schema:
+            continue
+        source = inspect.getsource(route.endpoint)
+        if any(reader in source for reader in BODY_READERS):
+            readers += 1
+            for method in route.methods:
+                assert "requestBody" in schema["paths"][path][method.lower()], (method, path)
+    assert readers >= 9  # memory, patch, batch, associate, consolidate, sync, reembed, replay, reprocess, events
+
+
+def test_memory_body_carries_the_live_limits():
+    app = create_app(Settings(memory_content_hard_limit=1234, max_tags=7, batch_max_items=42, embedding_provider="hash"))
+    schema = app.openapi()
+    memory = schema["paths"]["/memory"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert memory["required"] == ["content"]
+    assert memory["properties"]["content"]["maxLength"] == 1234 and memory["properties"]["tags"]["maxItems"] == 7
+    batch = schema["paths"]["/memory/batch"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert batch["properties"]["memories"]["maxItems"] == 42
+    assert set(schema["paths"]["/memory"]["post"]["responses"]) >= {"201", "202", "400", "413", "429"}
