@@ -34,6 +34,7 @@ class ScoringWeights(BaseModel, frozen=True):
     relation: float = 0.25
     relevance: float = 0.0
     temporal: float = 0.10
+    lexical: float = 0.0
 
 
 class ContextBonuses(BaseModel, frozen=True):
@@ -112,6 +113,7 @@ class Settings(BaseSettings):
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
     recall_excluded_types: str = Field("MetaPattern", description="Memory types never returned by recall (comma list).")
     recall_keyword_search: Literal["fill", "always"] = Field("fill", description="fill: full-text search only fills slots vector search left open (the spec's sequential search); always: run it on every text query.")
+    recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
     recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
     recall_metadata_min_match: float = Field(0.5, ge=0, le=1, description="Share of query keywords the metadata must contain for the sidecar to admit a memory.")
     recall_relation_limit: int = Field(5, ge=1, le=200, description="Default relations followed per seed (relation_limit).")
@@ -142,6 +144,7 @@ class Settings(BaseSettings):
     search_weight_relation: float = Field(0.25, description="Weight of graph relations.")
     search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
+    search_weight_lexical: float = Field(0.0, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off).")
 
     # --- Slack ingestion -------------------------------------------------------------
     slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")
