@@ -137,15 +137,25 @@ class CandidateSources:
         if not terms or limit <= 0:
             return []
         try:
-            rows = self.graph.keyword_search(terms, scope, max(limit, read) if rerank else limit)
+            if rerank is not None and query and read > limit:
+                rows = self._ranked_matches(terms, scope, limit, query, rerank, read)
+            else:
+                rows = self.graph.keyword_search(terms, scope, limit)
         except Exception as exc:
             log.warning("keyword search failed; answering from vectors only: %s", exc)
             return []
-        if rerank is not None and query and len(rows) > limit:
-            bm25 = rerank.scores(query, [m.get("content") or "" for m, _ in rows])
-            order = sorted(range(len(rows)), key=lambda i: bm25[i], reverse=True)[:limit]
-            rows = [rows[i] for i in order]
         return [Candidate(m, "keyword", "graph", match_score=score, query=query) for m, score in rows]
+
+    def _ranked_matches(self, terms: list[str], scope: Scope, limit: int, query: str, rerank: PoolBM25,
+                        read: int) -> list[tuple[dict[str, Any], float]]:
+        """Read up to ``read`` matches as text, keep the best ``limit`` by BM25, then load those."""
+        matches = self.graph.keyword_matches(terms, scope, read)
+        if len(matches) > limit:
+            bm25 = rerank.scores(query, [content for _, content, _ in matches])
+            order = sorted(range(len(matches)), key=lambda i: bm25[i], reverse=True)[:limit]
+            matches = [matches[i] for i in order]
+        memories = self.graph.get_memories([memory_id for memory_id, _, _ in matches])
+        return [(memories[memory_id], score) for memory_id, _, score in matches if memory_id in memories]
 
     def metadata(self, keywords: list[str], scope: Scope, slots: int, min_match: float, query: str | None) -> list[Candidate]:
         """The sidecar: memories whose short metadata values hold most of the query's keywords."""
