@@ -71,3 +71,34 @@ def test_vector_store_failure_leaves_keyword_candidates_at_zero():
     keyword = Candidate({"id": "k"}, "keyword", "graph")
     _sources(_Vectors({}, fail=True)).score_vectors([1.0, 0.0], [keyword])
     assert keyword.vector == 0.0
+
+
+# --- the pool BM25 stage in the hybrid score ---------------------------------------------------
+def _scored(weight: float, lexical: bool = True):
+    from datetime import datetime, timezone
+
+    from pipeline.config import ContextBonuses, ScoringWeights
+    from pipeline.graph import Scope
+    from pipeline.query.context import ContextProfile
+    from pipeline.query.keywords import extract_keywords
+    from pipeline.query.request import ContextHints
+    from pipeline.query.scoring import RecencyPolicy
+    from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy
+
+    policy = SearchPolicy(weights=ScoringWeights(lexical=weight), recency=RecencyPolicy(), overfetch=4, fetch_cap=200,
+                          keyword_mode="always", metadata_enabled=False, metadata_min_match=0.5, relevance_gate=0.0,
+                          entity_score=0.15)
+    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), ContextBonuses()), datetime.now(timezone.utc), True)
+    pool = [Candidate({"id": str(i), "content": text}, "vector", "qdrant", vector=0.5) for i, text in enumerate(DOCS)]
+    query = "When did Caroline go to the LGBTQ support group?"
+    return QuerySearch(_sources(None), policy).score(pool, ctx, query, extract_keywords(query), gate=False, lexical=lexical)
+
+
+def test_pool_bm25_adds_its_weighted_component_only_when_on():
+    plain, boosted = _scored(0.0), _scored(0.2)
+    assert all("lexical" not in row.components for row in plain)  # off: the spec's keys only
+    assert [row.components["lexical"] for row in boosted] == pytest.approx(PoolBM25().scores(
+        "When did Caroline go to the LGBTQ support group?", DOCS))
+    for before, after in zip(plain, boosted):
+        assert after.score == pytest.approx(before.score + 0.2 * after.components["lexical"])
+    assert all("lexical" not in row.components for row in _scored(0.2, lexical=False))  # expansion, fallback
