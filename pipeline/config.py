@@ -113,6 +113,7 @@ class Settings(BaseSettings):
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
     recall_excluded_types: str = Field("MetaPattern", description="Memory types never returned by recall (comma list).")
     recall_keyword_search: Literal["fill", "always"] = Field("always", description="always: full-text search on every text query, its matches ranked by BM25 and given their vector score; fill: only to fill slots vector search left open (the spec's sequential search).")
+    recall_keyword_per_result: int = Field(2, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short).")
     recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
     recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
     recall_metadata_min_match: float = Field(0.5, ge=0, le=1, description="Share of query keywords the metadata must contain for the sidecar to admit a memory.")

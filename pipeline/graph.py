@@ -307,6 +307,14 @@ class GraphStore:
         params |= {"text": f"@{column}:(" + "|".join(terms) + ")", "limit": limit}
         return [(memory_from_row(row[0]), float(row[1])) for row in self._read(cypher, params)]
 
+    def recall_memories(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Memories by id with the projection recall reads (cheaper than whole nodes)."""
+        if not memory_ids:
+            return {}
+        rows = self._read(f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN {memory_projection('m')}", {"ids": memory_ids})
+        memories = (memory_from_row(row[0]) for row in rows)
+        return {m["id"]: m for m in memories}
+
     def keyword_matches(self, terms: list[str], scope: Scope, limit: int) -> list[tuple[str, str, float]]:
         """Full-text matches as (id, content, score) only: cheap enough to read hundreds and rank
         them in Python (a full memory projection of 350 rows cost 2-5x more)."""

@@ -154,7 +154,7 @@ class CandidateSources:
             bm25 = rerank.scores(query, [content for _, content, _ in matches])
             order = sorted(range(len(matches)), key=lambda i: bm25[i], reverse=True)[:limit]
             matches = [matches[i] for i in order]
-        memories = self.graph.get_memories([memory_id for memory_id, _, _ in matches])
+        memories = self.graph.recall_memories([memory_id for memory_id, _, _ in matches])
         return [(memories[memory_id], score) for memory_id, _, score in matches if memory_id in memories]
 
     def metadata(self, keywords: list[str], scope: Scope, slots: int, min_match: float, query: str | None) -> list[Candidate]:

@@ -34,10 +34,11 @@ def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
-def tokens(text: str) -> list[str]:
+@lru_cache(maxsize=20_000)  # the same memories come back query after query; tokenising is most of the cost
+def tokens(text: str) -> tuple[str, ...]:
     """Lower-cased word stems without stop words (apostrophes split: "Caroline's" → carolin, s)."""
     words = [w for w in _WORD.findall(text.lower()) if len(w) >= 2 and w not in STOP_WORDS]
-    return _stemmer().stemWords(words)
+    return tuple(_stemmer().stemWords(words))
 
 
 @dataclass(frozen=True)
