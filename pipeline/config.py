@@ -34,7 +34,7 @@ class ScoringWeights(BaseModel, frozen=True):
     relation: float = 0.25
     relevance: float = 0.0
     temporal: float = 0.10
-    lexical: float = 0.0
+    lexical: float = 0.1
 
 
 class ContextBonuses(BaseModel, frozen=True):
@@ -145,7 +145,7 @@ class Settings(BaseSettings):
     search_weight_relation: float = Field(0.25, description="Weight of graph relations.")
     search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
-    search_weight_lexical: float = Field(0.0, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off).")
+    search_weight_lexical: float = Field(0.1, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off).")
 
     # --- Slack ingestion -------------------------------------------------------------
     slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")
