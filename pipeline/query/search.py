@@ -109,7 +109,7 @@ class QuerySearch:
         if text and (always or len(pool) < request.limit):
             # "fill" tops the pool up to the fetch size; "always" also brings its own share, a few
             # per requested result: BM25-ranked, the best matches are at the top (LoCoMo dev: a
-            # share of 20 at limit 10 recalls as well as 80, for half the pool to score)
+            # share of 20 at limit 10 recalls within 0.003 of 80, with half the pool to score)
             slots = fetch - len(pool)
             if always:
                 slots = max(slots, min(fetch, request.limit * self._policy.keyword_per_result))
