@@ -329,6 +329,27 @@ class GraphStore:
         params |= {"text": f"@{column}:(" + "|".join(terms) + ")", "limit": limit}
         return [(memory_from_row(row[0]), float(row[1])) for row in self._read(cypher, params)]
 
+    def recall_memories(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Memories by id with the projection recall reads (cheaper than whole nodes)."""
+        if not memory_ids:
+            return {}
+        rows = self._read(f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN {memory_projection('m')}", {"ids": memory_ids})
+        memories = (memory_from_row(row[0]) for row in rows)
+        return {m["id"]: m for m in memories}
+
+    def keyword_matches(self, terms: list[str], scope: Scope, limit: int) -> list[tuple[str, str, float]]:
+        """Full-text matches as (id, content, score) only: cheap enough to read hundreds and rank
+        them in Python (a full memory projection of 350 rows cost 2-5x more)."""
+        if not terms:
+            return []
+        where, params = _scope_predicate(scope)
+        cypher = (
+            "CALL db.idx.fulltext.queryNodes('Memory', $text) YIELD node AS m, score "
+            f"WHERE {where} RETURN m.id, m.content, score ORDER BY score DESC, m.timestamp_epoch DESC LIMIT $limit"
+        )
+        params |= {"text": "@content:(" + "|".join(terms) + ")", "limit": limit}
+        return [(row[0], row[1] or "", float(row[2])) for row in self._read(cypher, params)]
+
     def trending(self, scope: Scope, limit: int, order: str = "importance") -> list[dict[str, Any]]:
         """No query: the memories in scope, most important (or newest/oldest) first."""
         where, params = _scope_predicate(scope)

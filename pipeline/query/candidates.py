@@ -11,9 +11,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from pipeline.embedding import Embedder, HashEmbedder
 from pipeline.graph import GraphStore, Scope, metadata_search_text
 from pipeline.query.keywords import fulltext_terms, stem
+from pipeline.query.lexical import PoolBM25
 from pipeline.vectors import VectorQuery, VectorStore
 
 log = logging.getLogger(__name__)
@@ -102,16 +105,57 @@ class CandidateSources:
         return [Candidate(from_payload(h.payload, h.memory_id), "vector", "qdrant", vector=h.score,
                           match_score=h.score, query=query) for h in hits]
 
-    def keyword(self, keywords: list[str], scope: Scope, limit: int, query: str | None) -> list[Candidate]:
+    def score_vectors(self, vector: list[float], candidates: list[Candidate]) -> None:
+        """Give candidates that another source admitted their cosine similarity to the query.
+
+        Without it a keyword or metadata candidate enters the hybrid score with vector 0 and
+        can rarely outrank a vector hit, however well its words match (issue 7).
+        """
+        missing = [c for c in candidates if c.vector == 0.0]
+        if not missing:
+            return
+        try:
+            records = self._vectors().retrieve([c.id for c in missing], with_vectors=True)
+        except Exception as exc:  # the stored vectors are a refinement; without them, keep 0
+            log.warning("vectors of keyword candidates not read: %s", exc)
+            return
+        for candidate in missing:
+            record = records.get(candidate.id)
+            if record is not None and record.vector is not None:
+                candidate.vector = cosine(vector, record.vector)
+
+    def keyword(self, keywords: list[str], scope: Scope, limit: int, query: str | None,
+                rerank: PoolBM25 | None = None, read: int = 0) -> list[Candidate]:
+        """Full-text candidates; with ``rerank``, the best ``limit`` of up to ``read`` matches by BM25.
+
+        The index's own order is no guide to which matches are best: every match of a
+        speaker's name scores alike, so its top rows are whoever said the name, not the turns
+        that share the query's rarer words. Reading more matches and ranking them by BM25 over
+        that match set (IDF among the memories that share any query term) keeps the ones that do.
+        """
         terms = fulltext_terms(keywords)
         if not terms or limit <= 0:
             return []
         try:
-            rows = self.graph.keyword_search(terms, scope, limit)
+            if rerank is not None and query and read > limit:
+                rows = self._ranked_matches(terms, scope, limit, query, rerank, read)
+            else:
+                rows = self.graph.keyword_search(terms, scope, limit)
         except Exception as exc:
             log.warning("keyword search failed; answering from vectors only: %s", exc)
             return []
         return [Candidate(m, "keyword", "graph", match_score=score, query=query) for m, score in rows]
+
+    def _ranked_matches(self, terms: list[str], scope: Scope, limit: int, query: str, rerank: PoolBM25,
+                        read: int) -> list[tuple[dict[str, Any], float]]:
+        """Read up to ``read`` matches as text, keep the best ``limit`` by BM25, then load those."""
+        matches = self.graph.keyword_matches(terms, scope, read)
+        if len(matches) > limit:
+            bm25 = rerank.scores(query, [content for _, content, _ in matches])
+            order = sorted(range(len(matches)), key=lambda i: bm25[i], reverse=True)[:limit]
+            matches = [matches[i] for i in order]
+        memories = self.graph.recall_memories([memory_id for memory_id, _, _ in matches])
+        return [(memories[memory_id], score) for memory_id, _, score in matches if memory_id in memories]
 
     def metadata(self, keywords: list[str], scope: Scope, slots: int, min_match: float, query: str | None) -> list[Candidate]:
         """The sidecar: memories whose short metadata values hold most of the query's keywords."""
@@ -154,6 +198,13 @@ class CandidateSources:
             hits = self._vectors().search(VectorQuery(vector, limit, scope))
             return [from_payload(h.payload, h.memory_id) for h in hits]
         return self.graph.trending(scope, limit)
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    """Cosine similarity, as the vector store scores a hit (stored vectors may be unnormalised)."""
+    left, right = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    norms = float(np.linalg.norm(left) * np.linalg.norm(right))
+    return float(left @ right) / norms if norms else 0.0
 
 
 def metadata_match(keywords: list[str], memory: dict[str, Any]) -> float:

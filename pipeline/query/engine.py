@@ -60,6 +60,8 @@ class RecallEngine:
             overfetch=settings.recall_vector_overfetch,
             fetch_cap=settings.recall_vector_fetch_cap,
             keyword_mode=settings.recall_keyword_search,
+            keyword_read=settings.recall_keyword_read,
+            keyword_per_result=settings.recall_keyword_per_result,
             metadata_enabled=settings.recall_metadata_search_enabled,
             metadata_min_match=settings.recall_metadata_min_match,
             relevance_gate=settings.recall_relevance_gate,
