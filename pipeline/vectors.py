@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipeline.config import Settings
+from pipeline.edge_payload import pack_payload, unpack_payload
 from pipeline.errors import VectorSizeMismatch
 from pipeline.graph import Scope, node_properties
 from pipeline.records import point_id_for
@@ -62,6 +63,7 @@ class VectorQuery:
     vector: list[float]
     limit: int
     scope: Scope = field(default_factory=Scope)
+    with_payload: bool = True  # False: hits carry only memory_id (cheaper: nothing converted)
 
 
 class VectorStore(Protocol):
@@ -169,7 +171,7 @@ class EdgeVectorStore:
         qe = self._qe
         self._shard.update(
             qe.UpdateOperation.upsert_points(
-                [qe.Point(point_id_for(p.memory_id), p.vector, p.payload) for p in points]
+                [qe.Point(point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in points]
             )
         )
         self._changes += len(points)
@@ -180,17 +182,22 @@ class EdgeVectorStore:
         self._changes += len(memory_ids)
         self._last_change = time.monotonic()
 
+    @staticmethod
+    def _pack(payload: dict[str, Any]) -> dict[str, Any]:
+        return pack_payload(payload, KEYWORD_INDEXES)  # see pipeline.edge_payload
+
     def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
-        self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], payload))
+        self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
 
     def search(self, query: VectorQuery) -> list[VectorHit]:
         qe = self._qe
+        with_payload = True if query.with_payload else qe.PayloadSelector.Include(["memory_id"])
         hits = self._shard.search(
             qe.SearchRequest(
-                query=qe.Query.Nearest(query.vector), limit=query.limit, filter=self._filter(query), with_payload=True
+                query=qe.Query.Nearest(query.vector), limit=query.limit, filter=self._filter(query), with_payload=with_payload
             )
         )
-        return [VectorHit(h.payload["memory_id"], float(h.score), h.payload) for h in hits]
+        return [VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload)) for h in hits]
 
     def count(self) -> int:
         return int(self._shard.count(self._qe.CountRequest(exact=True)))
@@ -199,20 +206,20 @@ class EdgeVectorStore:
         records, next_offset = self._shard.scroll(
             self._qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=with_vectors)
         )
-        page = [_record(r.id, r.payload, r.vector if with_vectors else None) for r in records]
+        page = [_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)
 
     def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
         if not memory_ids:
             return {}
         records = self._shard.retrieve([point_id_for(m) for m in memory_ids], with_payload=True, with_vector=with_vectors)
-        found = (_record(r.id, r.payload, r.vector if with_vectors else None) for r in records)
+        found = (_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records)
         return {r.memory_id: r for r in found}
 
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
         # Edge applies one operation per call; in-process, so a loop costs microseconds each.
         for memory_id, payload in payloads.items():
-            self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], payload))
+            self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
         qe = self._qe
@@ -312,7 +319,8 @@ class QdrantServerVectorStore:
 
     def search(self, query: VectorQuery) -> list[VectorHit]:
         response = self._client.query_points(
-            self._collection, query=query.vector, limit=query.limit, query_filter=self._filter(query), with_payload=True
+            self._collection, query=query.vector, limit=query.limit, query_filter=self._filter(query),
+            with_payload=True if query.with_payload else ["memory_id"],
         )
         return [VectorHit(p.payload["memory_id"], float(p.score), p.payload) for p in response.points]
 

@@ -24,7 +24,8 @@ from pipeline.vectors import VectorQuery, VectorStore
 
 
 def nearest_links(vectors: VectorStore, memory_id: str, vector: list[float], threshold: float, limit: int) -> list[Link]:
-    hits = vectors.search(VectorQuery(vector, limit + 1))
+    # Only ids and scores are needed: not converting each hit's payload saves most of a search.
+    hits = vectors.search(VectorQuery(vector, limit + 1, with_payload=False))
     return [Link(memory_id, hit.memory_id, round(hit.score, 6))
             for hit in hits if hit.memory_id != memory_id and hit.score >= threshold][:limit]
 
