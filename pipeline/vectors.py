@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipeline.config import Settings
-from pipeline.edge_payload import pack_payload, unpack_payload
+from pipeline.edge_payload import needs_document, pack_payload, unpack_payload
 from pipeline.errors import VectorSizeMismatch
 from pipeline.graph import Scope, node_properties
 from pipeline.records import point_id_for
@@ -24,6 +24,8 @@ from pipeline.records import point_id_for
 # Payload fields recall filters on, and the index each gets.
 KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type", "lifecycle")
 FLOAT_INDEXES = ("timestamp_epoch", "importance")
+# What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document).
+EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES)
 # Every search excludes archived points. A keyword ``lifecycle`` field carries that state: a
 # keyword must_not is served from its index (~0.7 ms at 5k points), where the same check on
 # a bool index measured 24-37 ms.
@@ -132,6 +134,7 @@ class EdgeVectorStore:
         self._optimize_quiet_s = optimize_quiet_s
         self._last_change = 0.0
         self._optimize_lock = threading.Lock()
+        self._payload_lock = threading.Lock()
         self._shard = None
 
     def ensure_collection(self) -> None:
@@ -169,11 +172,9 @@ class EdgeVectorStore:
 
     def upsert(self, points: list[VectorPoint]) -> None:
         qe = self._qe
-        self._shard.update(
-            qe.UpdateOperation.upsert_points(
-                [qe.Point(point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in points]
-            )
-        )
+        built = [qe.Point(point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in points]
+        with self._payload_lock:  # never between a payload merge's read and its write
+            self._shard.update(qe.UpdateOperation.upsert_points(built))
         self._changes += len(points)
         self._last_change = time.monotonic()
 
@@ -184,10 +185,10 @@ class EdgeVectorStore:
 
     @staticmethod
     def _pack(payload: dict[str, Any]) -> dict[str, Any]:
-        return pack_payload(payload, KEYWORD_INDEXES)  # see pipeline.edge_payload
+        return pack_payload(payload, EDGE_NATIVE_FIELDS)  # see pipeline.edge_payload
 
     def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
-        self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
+        self.set_payloads({memory_id: payload})
 
     def search(self, query: VectorQuery) -> list[VectorHit]:
         qe = self._qe
@@ -217,9 +218,16 @@ class EdgeVectorStore:
         return {r.memory_id: r for r in found}
 
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
-        # Edge applies one operation per call; in-process, so a loop costs microseconds each.
-        for memory_id, payload in payloads.items():
-            self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
+        # A field kept in the packed document is merged into the stored one (read, merge,
+        # write), under a lock so two threads of this process cannot interleave on a point.
+        with self._payload_lock:
+            merge = [m for m, p in payloads.items() if needs_document(p, EDGE_NATIVE_FIELDS)]
+            stored = self.retrieve(merge) if merge else {}
+            # Edge applies one operation per call; in-process, so a loop costs microseconds each.
+            for memory_id, payload in payloads.items():
+                if memory_id in stored:
+                    payload = {**stored[memory_id].payload, **payload}
+                self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
         qe = self._qe
