@@ -389,9 +389,9 @@ def build_vector_store(settings: Settings, vector_size: int) -> VectorStore:
 
 def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
     """What a point carries besides its vector: what recall filters and scores on."""
-    props = node_properties(memory)
-    props.pop("metadata_json", None)
-    props.pop("metadata_text", None)
+    # Without metadata: its storage-only forms (JSON, search text) are not wanted here, and
+    # computing them only to drop them was a measurable share of the persist stage.
+    props = node_properties({name: value for name, value in memory.items() if name != "metadata"})
     props["memory_id"] = memory["id"]
     props["metadata"] = memory.get("metadata") or {}
     props["tags_lower"] = [t.lower() for t in memory.get("tags") or []]
