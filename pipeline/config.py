@@ -68,6 +68,7 @@ class Settings(BaseSettings):
     write_coalesce_max_items: int = Field(256, ge=1, description="Most single writes gathered into one persist message.")
     backpressure_max_pending: int = Field(20_000, ge=1, description="Memories accepted but not yet recallable above which writes answer 429.")
     backpressure_retry_after_s: int = Field(2, ge=1, description="Retry-After (seconds) sent with a 429.")
+    backpressure_check_interval_ms: float = Field(50.0, ge=0, le=5000, description="How long the web process reuses one reading of the backlog for backpressure (its own writes are added meanwhile); 0 = read on every write.")
 
     # --- Stores ----------------------------------------------------------------------
     redis_url: str = Field("redis://127.0.0.1:16379/0", description="Queue broker (Redis). Separate from the graph server.")

@@ -55,8 +55,12 @@ class PipelineTracker:
         self._redis = client
         self._advance_script = client.register_script(_ADVANCE_IF_PENDING)
 
-    def mark_queued(self, records: Iterable[dict[str, Any]]) -> None:
+    def mark_queued(self, records: Iterable[dict[str, Any]], *, clear_tombstones: bool = False) -> None:
+        """Pending state for each record (and, for a new write, any old delete's tombstone cleared)."""
+        records = list(records)
         pipe = self._redis.pipeline(transaction=False)
+        if clear_tombstones and records:
+            pipe.delete(*[tombstone_key(r["id"]) for r in records])
         for record in records:
             pipe.hset(pending_key(record["id"]), mapping={"state": QUEUED, "record": orjson.dumps(record)})
             pipe.sadd(INFLIGHT_KEY, record["id"])
