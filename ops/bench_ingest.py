@@ -77,6 +77,68 @@ def _wait_queues_empty(stack: Stack, timeout: float) -> float:
     return round(time.monotonic() - started, 1)
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of one process so far (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _session_pids(sid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == sid:
+                    pids.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return pids
+
+
+class CpuMeter:
+    """CPU seconds spent by each part of a stack: the load-independent cost of a phase.
+
+    On a machine shared with other jobs, rates measure the share of the cores this stack
+    got; CPU per memory measures what the work costs, and what it would do on idle cores.
+    """
+
+    def __init__(self, stack: Stack, servers: Servers):
+        self._parts = {
+            "web": lambda: [stack.web.pid],
+            # Worker processes run in the dramatiq command's session (start_new_session).
+            "workers": lambda: [p for w in stack.workers for p in _session_pids(w.pid)],
+            "broker": lambda: [servers.broker.process.pid],
+            "graph": lambda: [servers.graph.process.pid],
+        }
+        self._start = self._read()
+
+    def _read(self) -> dict[str, dict[int, float]]:
+        return {part: {pid: _cpu_seconds(pid) for pid in pids()} for part, pids in self._parts.items()}
+
+    def per_memory_ms(self, memories: int) -> dict[str, float]:
+        now = self._read()
+        spent = {part: sum(cpu - self._start[part].get(pid, 0.0) for pid, cpu in now[part].items()) for part in now}
+        spent["total"] = sum(spent.values())
+        return {part: round(seconds * 1000 / max(memories, 1), 3) for part, seconds in spent.items()}
+
+
+def _idle_rate(cpu: dict[str, float], workers: int, cores: int = 2) -> float:
+    """What the measured CPU costs allow on idle cores: the web process is one Python process
+    (one core at most), each worker likewise, and all parts share ``cores``."""
+    bounds = [cores * 1000 / cpu["total"]]
+    if cpu["web"]:
+        bounds.append(1000 / cpu["web"])
+    if cpu["workers"]:
+        bounds.append(workers * 1000 / cpu["workers"])
+    return round(min(bounds))
+
+
 def _load() -> float:
     return round(os.getloadavg()[0], 1)
 
@@ -94,12 +156,15 @@ def _importer_with_rss(stack: Stack, export: Path) -> tuple[dict, int]:
         return json.loads(out.read().strip().splitlines()[-1]), int(usage.ru_maxrss)
 
 
-def bench_batch(stack: Stack, export: Path, timeout: float) -> dict:
+def bench_batch(stack: Stack, export: Path, timeout: float, servers: Servers | None = None) -> dict:
+    meter = CpuMeter(stack, servers) if servers else None
     started = time.monotonic()
     summary, rss_kib = _importer_with_rss(stack, export)
     accepted_at = time.monotonic()
     done = _wait_recallable(stack, summary["imported"], timeout)
+    cpu = meter.per_memory_ms(summary["imported"]) if meter else None
     return {
+        "cpu_ms_per_memory": cpu,
         "messages": summary["messages"], "imported": summary["imported"], "skipped": sum(summary["skipped"].values()),
         "reconciles": summary["reconciles"], "accept_s": round(accepted_at - started, 2),
         "end_to_end_s": round(done - started, 2), "rate": round(summary["imported"] / (done - started), 1),
@@ -107,7 +172,7 @@ def bench_batch(stack: Stack, export: Path, timeout: float) -> dict:
     }
 
 
-def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float) -> dict:
+def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float, servers: Servers | None = None) -> dict:
     local = threading.local()
 
     def client() -> httpx.Client:
@@ -119,6 +184,7 @@ def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float) ->
         body = {"content": f"single write {i}: {' '.join(str(i * k % 977) for k in range(12))}", "tags": ["bench:single"]}
         return client().post("/memory", params={"wait": "false"}, json=body).status_code
 
+    meter = CpuMeter(stack, servers) if servers else None
     started = time.monotonic()
     with ThreadPoolExecutor(concurrency) as pool:
         codes = list(pool.map(write, range(count)))
@@ -126,6 +192,7 @@ def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float) ->
     refused = sum(1 for c in codes if c != 202)
     done = _wait_recallable(stack, count - refused, timeout)
     return {
+        "cpu_ms_per_memory": meter.per_memory_ms(count - refused) if meter else None,
         "writes": count, "refused": refused, "accept_rate": round(count / (accepted_at - started), 1),
         "end_to_end_s": round(done - started, 2), "rate": round((count - refused) / (done - started), 1),
     }
@@ -173,10 +240,10 @@ def run_config(servers: Servers, provider: str, workers: int, export: Path, sing
         with stack.client() as api:  # let the workers boot (and load the model) before timing
             api.post("/memory", json={"content": "warm-up"})
         row = {"provider": provider, "workers": workers, "load_before": _load(),
-               "batch": bench_batch(stack, export, timeout)}
+               "batch": bench_batch(stack, export, timeout, servers)}
         if singles:
             row["drain_between_phases_s"] = _wait_queues_empty(stack, timeout)
-            row["single"] = bench_singles(stack, singles, 8, timeout)
+            row["single"] = bench_singles(stack, singles, 8, timeout, servers)
         row["load_after"] = _load()
         return row
     except Exception:
@@ -242,6 +309,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['provider']:<8} {row['workers']:>7} {row['batch']['messages']:>9} {row['batch']['rate']:>12} "
               f"{single:>16} {raw:>12} {ratio:>6} {row['batch']['importer_peak_rss_mib']:>9} MiB "
               f"{row['load_before']:>4}-{row['load_after']:<4}")
+    print("\nCPU per memory (ms; load-independent: what each part spent, whatever share of the cores it got)")
+    print(f"{'provider':<8} {'workers':>7} {'phase':<7} {'web':>7} {'workers':>8} {'broker':>7} {'graph':>7} {'total':>7} {'=> /s on 2 idle cores':>22}")
+    for row in rows:
+        for phase in ("batch", "single"):
+            cpu = (row.get(phase) or {}).get("cpu_ms_per_memory")
+            if cpu:
+                print(f"{row['provider']:<8} {row['workers']:>7} {phase:<7} {cpu['web']:>7} {cpu['workers']:>8} "
+                      f"{cpu['broker']:>7} {cpu['graph']:>7} {cpu['total']:>7} {_idle_rate(cpu, row['workers']):>22}")
     for provider in ("hash", "local"):
         rates = {r["workers"]: r["batch"]["rate"] for r in rows if r["provider"] == provider}
         if 1 in rates and 2 in rates:
