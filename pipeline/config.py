@@ -89,6 +89,7 @@ class Settings(BaseSettings):
     embedding_model: str | None = Field(None, description="Model name for the openai provider (default text-embedding-3-small).")
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint.")
+    persist_drain_max_items: int = Field(500, ge=0, le=5000, description="Most records one persist call gathers from further queued persist messages, so queued single writes are written (and flow on) as one batch (0 = one message per call).")
     embed_batch_size: int = Field(64, ge=1, le=2048, description="Most texts sent to the provider in one call.")
     embed_torch_threads: int = Field(1, ge=1, le=64, description="Intra-op threads for the local model; more than 1 oversubscribes cores shared with other threads and processes.")
 

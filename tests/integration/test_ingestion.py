@@ -358,3 +358,21 @@ def test_slack_events_new_changed_deleted_threaded_retried_and_refused(make_stac
         assert _graph(stack).related(root_id, PART_OF) == []
         recalled = api.get("/recall", params={"tags": f"slack:channel:{channel}"}).json()
         assert [r["id"] for r in recalled["results"]] == [root_id]
+
+
+def test_queued_single_writes_are_persisted_as_few_batches(make_stack):
+    stack = make_stack()
+    stack.start_web()  # no worker yet: each write stays its own persist message
+    with stack.client() as api:
+        ids = [api.post("/memory", params={"wait": "false"}, json={"content": f"queued single {i}"}).json()["memory_id"]
+               for i in range(40)]
+        assert _health(api)["queues"]["persist"] == 40
+        stack.start_worker(queues=["persist"])  # persist only: what it sends on stays countable
+        wait_until(lambda: _health(api)["queues"]["persist"] == 0 and _health(api)["memory_count"] == 40,
+                   timeout=60, message="all persisted")
+        # One persist call took many messages, so far fewer embed messages than writes.
+        assert _health(api)["queues"]["embed"] <= 10
+        stack.start_worker(queues=["embed"])
+        wait_until(lambda: _settled(api, 40), timeout=60, message="all recallable")
+        assert all(api.get(f"/memory/{m}").status_code == 200 for m in ids[::7])
+        assert _health(api)["dead_letter_count"] == 0
