@@ -14,9 +14,10 @@ own message is retried by the Retries middleware; if the process dies, the broke
 maintenance hands the ack set of a dead worker back to the queue, as for any message it held.
 Persisting is an idempotent upsert, so a batch written again after a crash changes nothing.
 
-Messages of another actor that share the queue are put back untouched (at the tail:
-Dramatiq never promised an order between messages, which several threads, prefetch and
-retries already reorder). Middleware hooks (metrics, trace ids) run for the actor's own
+Only the run of same-actor messages at the head of the queue is taken (peeked first), so a
+delete or an update queued behind a write is never overtaken by a later write of the same
+memory. Should another consumer win the race between peek and fetch, a message of another
+actor is put back untouched. Middleware hooks (metrics, trace ids) run for the actor's own
 message only.
 """
 
@@ -34,6 +35,9 @@ FETCH_CHUNK = 8  # messages per fetch: small, so a drain never holds much more t
 
 
 class DrainingBroker(Protocol):
+    client: Any  # the broker's redis client
+    namespace: str
+
     def do_fetch(self, queue_name: str, count: int) -> list[bytes | None]: ...
     def do_ack(self, queue_name: str, message_id: str) -> Any: ...
     def do_requeue(self, queue_name: str, *message_ids: str) -> Any: ...
@@ -47,12 +51,31 @@ class Drained:
     message_ids: list[str] = field(default_factory=list)
 
 
+def leading_run(broker: DrainingBroker, queue: str, actor_name: str, limit: int) -> int:
+    """How many of the first ``limit`` queued messages are ``actor_name``'s, before any other.
+
+    Reads the list and hash Dramatiq's Redis broker keeps per queue (``<ns>:<queue>`` and
+    ``<ns>:<queue>.msgs``, the same keys /health counts); nothing is taken.
+    """
+    ids = broker.client.lrange(f"{broker.namespace}:{queue}", 0, limit - 1)
+    if not ids:
+        return 0
+    run = 0
+    for data in broker.client.hmget(f"{broker.namespace}:{queue}.msgs", ids):
+        if data is None or dramatiq.Message.decode(data).actor_name != actor_name:
+            break
+        run += 1
+    return run
+
+
 def take_more(broker: DrainingBroker, queue: str, actor_name: str, have: int, max_items: int) -> Drained:
     """Fetch further ``actor_name`` messages from ``queue`` until ``max_items`` records are held."""
     drained = Drained()
     while have + len(drained.records) < max_items:
         # Every message holds at least one record: never fetch more messages than records wanted.
-        wanted = min(FETCH_CHUNK, max_items - have - len(drained.records))
+        wanted = leading_run(broker, queue, actor_name, min(FETCH_CHUNK, max_items - have - len(drained.records)))
+        if not wanted:
+            break
         raw = broker.do_fetch(queue, wanted)
         if not raw:
             break
@@ -77,7 +100,7 @@ def take_more(broker: DrainingBroker, queue: str, actor_name: str, have: int, ma
 @contextmanager
 def draining(broker: DrainingBroker, queue: str, actor_name: str, records: list[dict[str, Any]], max_items: int) -> Iterator[list[dict[str, Any]]]:
     """Yield ``records`` plus those of further queued messages; ack those only if the body succeeds."""
-    if max_items <= len(records) or not hasattr(broker, "do_fetch"):
+    if max_items <= len(records) or not hasattr(broker, "client"):
         yield records
         return
     drained = take_more(broker, queue, actor_name, len(records), max_items)
