@@ -213,12 +213,12 @@ def raw_model_rate(export: Path, limit: int, batch_size: int = 64, torch_threads
     texts = [t for t in texts[:limit] if t]
     embedder = LocalEmbedder(batch_size=batch_size, torch_threads=torch_threads)
     embedder.embed(texts[:batch_size])  # warm-up
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     for start in range(0, len(texts), batch_size):
         embedder.embed(texts[start:start + batch_size])
-    elapsed = time.monotonic() - started
+    elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
     return {"texts": len(texts), "seconds": round(elapsed, 2), "rate": round(len(texts) / elapsed, 1),
-            "batch_size": batch_size, "torch_threads": torch_threads}
+            "cpu_ms_per_text": round(cpu * 1000 / len(texts), 2), "batch_size": batch_size, "torch_threads": torch_threads}
 
 
 def raw_model_rate_apart(export: Path, limit: int) -> dict:
@@ -287,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
                 if raw is not None:
                     row["raw_model"] = raw
                     row["ratio_to_raw_model"] = round(row["batch"]["rate"] / raw["rate"], 3)
+                    # Load-independent: the model's own CPU per text over what one memory cost
+                    # the worker processes (the model plus everything else they do per memory).
+                    row["cpu_ratio_to_raw_model"] = round(raw["cpu_ms_per_text"] / row["batch"]["cpu_ms_per_memory"]["workers"], 3)
                 rows.append(row)
         small = Stack.create(servers, EMBEDDING_PROVIDER="hash")
         try:
@@ -317,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
             if cpu:
                 print(f"{row['provider']:<8} {row['workers']:>7} {phase:<7} {cpu['web']:>7} {cpu['workers']:>8} "
                       f"{cpu['broker']:>7} {cpu['graph']:>7} {cpu['total']:>7} {_idle_rate(cpu, row['workers']):>22}")
+    for row in rows:
+        if "cpu_ratio_to_raw_model" in row:
+            print(f"local, {row['workers']} worker(s): the model alone spends {row['raw_model']['cpu_ms_per_text']} ms CPU "
+                  f"per text, the workers {row['batch']['cpu_ms_per_memory']['workers']} ms per memory: "
+                  f"{row['cpu_ratio_to_raw_model']:.0%} of worker CPU is the model")
     for provider in ("hash", "local"):
         rates = {r["workers"]: r["batch"]["rate"] for r in rows if r["provider"] == provider}
         if 1 in rates and 2 in rates:
