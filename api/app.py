@@ -113,6 +113,7 @@ def create_app(
             coalesce_max_items=settings.write_coalesce_max_items,
             max_pending=settings.backpressure_max_pending,
             retry_after_s=settings.backpressure_retry_after_s,
+            admit_cache_s=settings.backpressure_check_interval_ms / 1000,
         )
         writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(svc), waiter, tuning)
         app.state.writes = writes

@@ -31,13 +31,19 @@ def api_token_ok(request: Request, settings: Settings) -> bool:
     return not expected or _matches(presented_token(request), expected)
 
 
-def require_api_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+def check_api_token(request: Request, settings: Settings) -> None:
     if not api_token_ok(request, settings):
         raise Unauthorized("missing or invalid API token")
 
 
-def require_admin_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
-    require_api_token(request, settings)
+# The dependencies are ``async def`` so FastAPI does not send them to its thread pool
+# (see api.deps): they only compare strings.
+async def require_api_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+    check_api_token(request, settings)
+
+
+async def require_admin_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+    check_api_token(request, settings)
     expected = settings.admin_api_token
     presented = request.headers.get("x-admin-token") or request.headers.get("x-admin-api-key")
     if not expected:

@@ -64,9 +64,14 @@ class CompletionWaiter:
                 await client.aclose()
 
     def _resolve(self, event: dict) -> None:
-        for future in self._waiting.pop(event.get("id"), []):
-            if not future.done():
-                future.set_result(event)
+        # One message per finished batch (``ids``); ``id`` is the older one-per-memory form.
+        ids = event.get("ids") or [event.get("id")]
+        if not self._waiting:
+            return
+        for memory_id in ids:
+            for future in self._waiting.pop(memory_id, []):
+                if not future.done():
+                    future.set_result({"id": memory_id, "op": event.get("op"), "state": event.get("state")})
 
     def expect(self, memory_id: str) -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()

@@ -10,11 +10,14 @@ stack (real redis-server + FalkorDB, uvicorn web owning Qdrant Edge, Dramatiq wo
   until every imported memory is in the graph *and* the vector index.
 - **single**: ``POST /memory`` (``wait=false``) from 8 concurrent clients; memories/s until
   all are recallable.
-- **raw model**: the local model embedding the same texts in this process, with nothing
-  else running: the physical limit the ``local`` pipeline is compared to.
+- **raw model**: the local model embedding the same texts in a process of its own, with the
+  workers' batch size and torch threads, right before each ``local`` configuration: the
+  limit one worker process is compared to (the ratio is reported beside it).
 - **importer peak RSS** on a small and the large export (it must stay flat).
 
-Prints a table, writes JSON to ``ops/results/``. Figures from a shared 2-core machine are
+Between the batch and the single-write phases the previous phase's enrichment backlog
+(SIMILAR_TO) drains, so each phase measures its own work. Prints one table (with the load
+average) and writes ``ops/results/bench_ingest.json``. Figures from a shared 2-core machine are
 noisy: compare ratios within one run.
 """
 
@@ -44,17 +47,100 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _wait_recallable(stack: Stack, expected: int, timeout: float) -> float:
-    """Block until the graph and the vector index hold ``expected`` memories; returns when."""
+    """Block until the graph and the vector index hold ``expected`` memories; returns when.
+
+    Polls the broker's in-flight set (emptied as the vector stage finishes each memory), not
+    ``/health``: its exact counts cost the web process, which is the one being measured.
+    The counts are checked once at the end.
+    """
     broker = redis.Redis.from_url(stack.redis_url)
     deadline = time.monotonic() + timeout
-    health = None
-    with stack.client(timeout=120) as api:
-        while time.monotonic() < deadline:
-            health = api.get("/health").json()
-            if health["memory_count"] >= expected and health["vector_count"] >= expected and broker.scard(INFLIGHT_KEY) == 0:
-                return time.monotonic()
-            time.sleep(0.2)
-    raise TimeoutError(f"not recallable after {timeout}s: {health}")
+    while time.monotonic() < deadline:
+        if broker.scard(INFLIGHT_KEY) == 0:
+            done = time.monotonic()
+            with stack.client(timeout=120) as api:
+                health = api.get("/health").json()
+            if health["memory_count"] >= expected and health["vector_count"] >= expected:
+                return done
+        time.sleep(0.05)
+    raise TimeoutError(f"not recallable after {timeout}s")
+
+
+def _wait_queues_empty(stack: Stack, timeout: float) -> float:
+    """Let the previous phase's enrichment backlog (SIMILAR_TO) drain; returns seconds waited."""
+    broker = redis.Redis.from_url(stack.redis_url)
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if all(broker.hlen(f"mempipe:{q}.msgs") == 0 for q in ("persist", "embed", "vectors", "similarity")):
+            break
+        time.sleep(0.2)
+    return round(time.monotonic() - started, 1)
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of one process so far (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _session_pids(sid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == sid:
+                    pids.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return pids
+
+
+class CpuMeter:
+    """CPU seconds spent by each part of a stack: the load-independent cost of a phase.
+
+    On a machine shared with other jobs, rates measure the share of the cores this stack
+    got; CPU per memory measures what the work costs, and what it would do on idle cores.
+    """
+
+    def __init__(self, stack: Stack, servers: Servers):
+        self._parts = {
+            "web": lambda: [stack.web.pid],
+            # Worker processes run in the dramatiq command's session (start_new_session).
+            "workers": lambda: [p for w in stack.workers for p in _session_pids(w.pid)],
+            "broker": lambda: [servers.broker.process.pid],
+            "graph": lambda: [servers.graph.process.pid],
+        }
+        self._start = self._read()
+
+    def _read(self) -> dict[str, dict[int, float]]:
+        return {part: {pid: _cpu_seconds(pid) for pid in pids()} for part, pids in self._parts.items()}
+
+    def per_memory_ms(self, memories: int) -> dict[str, float]:
+        now = self._read()
+        spent = {part: sum(cpu - self._start[part].get(pid, 0.0) for pid, cpu in now[part].items()) for part in now}
+        spent["total"] = sum(spent.values())
+        return {part: round(seconds * 1000 / max(memories, 1), 3) for part, seconds in spent.items()}
+
+
+def _idle_rate(cpu: dict[str, float], workers: int, cores: int = 2) -> float:
+    """What the measured CPU costs allow on idle cores: the web process is one Python process
+    (one core at most), each worker likewise, and all parts share ``cores``."""
+    bounds = [cores * 1000 / cpu["total"]]
+    if cpu["web"]:
+        bounds.append(1000 / cpu["web"])
+    if cpu["workers"]:
+        bounds.append(workers * 1000 / cpu["workers"])
+    return round(min(bounds))
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 1)
 
 
 def _importer_with_rss(stack: Stack, export: Path) -> tuple[dict, int]:
@@ -70,12 +156,15 @@ def _importer_with_rss(stack: Stack, export: Path) -> tuple[dict, int]:
         return json.loads(out.read().strip().splitlines()[-1]), int(usage.ru_maxrss)
 
 
-def bench_batch(stack: Stack, export: Path, timeout: float) -> dict:
+def bench_batch(stack: Stack, export: Path, timeout: float, servers: Servers | None = None) -> dict:
+    meter = CpuMeter(stack, servers) if servers else None
     started = time.monotonic()
     summary, rss_kib = _importer_with_rss(stack, export)
     accepted_at = time.monotonic()
     done = _wait_recallable(stack, summary["imported"], timeout)
+    cpu = meter.per_memory_ms(summary["imported"]) if meter else None
     return {
+        "cpu_ms_per_memory": cpu,
         "messages": summary["messages"], "imported": summary["imported"], "skipped": sum(summary["skipped"].values()),
         "reconciles": summary["reconciles"], "accept_s": round(accepted_at - started, 2),
         "end_to_end_s": round(done - started, 2), "rate": round(summary["imported"] / (done - started), 1),
@@ -83,7 +172,7 @@ def bench_batch(stack: Stack, export: Path, timeout: float) -> dict:
     }
 
 
-def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float) -> dict:
+def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float, servers: Servers | None = None) -> dict:
     local = threading.local()
 
     def client() -> httpx.Client:
@@ -95,6 +184,7 @@ def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float) ->
         body = {"content": f"single write {i}: {' '.join(str(i * k % 977) for k in range(12))}", "tags": ["bench:single"]}
         return client().post("/memory", params={"wait": "false"}, json=body).status_code
 
+    meter = CpuMeter(stack, servers) if servers else None
     started = time.monotonic()
     with ThreadPoolExecutor(concurrency) as pool:
         codes = list(pool.map(write, range(count)))
@@ -102,13 +192,14 @@ def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float) ->
     refused = sum(1 for c in codes if c != 202)
     done = _wait_recallable(stack, count - refused, timeout)
     return {
+        "cpu_ms_per_memory": meter.per_memory_ms(count - refused) if meter else None,
         "writes": count, "refused": refused, "accept_rate": round(count / (accepted_at - started), 1),
         "end_to_end_s": round(done - started, 2), "rate": round((count - refused) / (done - started), 1),
     }
 
 
-def raw_model_rate(export: Path, limit: int) -> dict:
-    """The local model alone, same texts, same batch size, all cores to itself."""
+def raw_model_rate(export: Path, limit: int, batch_size: int = 64, torch_threads: int = 1) -> dict:
+    """The local model alone: same texts, the workers' batch size and torch threads."""
     from pipeline.embedding import LocalEmbedder
     from pipeline.slack.export import SlackExport
 
@@ -120,13 +211,24 @@ def raw_model_rate(export: Path, limit: int) -> dict:
             if len(texts) >= limit:
                 break
     texts = [t for t in texts[:limit] if t]
-    embedder = LocalEmbedder(batch_size=64)
-    embedder.embed(texts[:64])  # warm-up
-    started = time.monotonic()
-    for start in range(0, len(texts), 64):
-        embedder.embed(texts[start:start + 64])
-    elapsed = time.monotonic() - started
-    return {"texts": len(texts), "seconds": round(elapsed, 2), "rate": round(len(texts) / elapsed, 1)}
+    embedder = LocalEmbedder(batch_size=batch_size, torch_threads=torch_threads)
+    embedder.embed(texts[:batch_size])  # warm-up
+    started, cpu_started = time.monotonic(), time.process_time()
+    for start in range(0, len(texts), batch_size):
+        embedder.embed(texts[start:start + batch_size])
+    elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
+    return {"texts": len(texts), "seconds": round(elapsed, 2), "rate": round(len(texts) / elapsed, 1),
+            "cpu_ms_per_text": round(cpu * 1000 / len(texts), 2), "batch_size": batch_size, "torch_threads": torch_threads}
+
+
+def raw_model_rate_apart(export: Path, limit: int) -> dict:
+    """``raw_model_rate`` in a child process: torch never loads into this one (whose later
+    children would otherwise count its pages in their peak RSS)."""
+    code = ("import json, sys; from pathlib import Path; from ops.bench_ingest import raw_model_rate; "
+            "print(json.dumps(raw_model_rate(Path(sys.argv[1]), int(sys.argv[2]))))")
+    result = subprocess.run([sys.executable, "-c", code, str(export), str(limit)], cwd=Path(__file__).resolve().parents[1],
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def run_config(servers: Servers, provider: str, workers: int, export: Path, singles: int, timeout: float) -> dict:
@@ -137,9 +239,12 @@ def run_config(servers: Servers, provider: str, workers: int, export: Path, sing
         stack.start_worker(processes=workers, threads=2)
         with stack.client() as api:  # let the workers boot (and load the model) before timing
             api.post("/memory", json={"content": "warm-up"})
-        row = {"provider": provider, "workers": workers, "batch": bench_batch(stack, export, timeout)}
+        row = {"provider": provider, "workers": workers, "load_before": _load(),
+               "batch": bench_batch(stack, export, timeout, servers)}
         if singles:
-            row["single"] = bench_singles(stack, singles, 8, timeout)
+            row["drain_between_phases_s"] = _wait_queues_empty(stack, timeout)
+            row["single"] = bench_singles(stack, singles, 8, timeout, servers)
+        row["load_after"] = _load()
         return row
     except Exception:
         print(f"--- web log ---\n{stack.read_log('web')}\n--- worker log ---\n{stack.read_log('worker')}", file=sys.stderr)
@@ -173,8 +278,19 @@ def main(argv: list[str] | None = None) -> int:
             for workers in worker_counts:
                 export = exports["hash" if provider == "hash" else "local"]
                 singles = args.singles if provider == "hash" else 0
+                raw = None
+                if provider == "local":  # the model alone, back to back with the pipeline run
+                    print("... local model alone", file=sys.stderr, flush=True)
+                    raw = raw_model_rate_apart(export, args.local_messages)
                 print(f"... {provider}, {workers} worker process(es)", file=sys.stderr, flush=True)
-                rows.append(run_config(servers, provider, workers, export, singles, args.timeout))
+                row = run_config(servers, provider, workers, export, singles, args.timeout)
+                if raw is not None:
+                    row["raw_model"] = raw
+                    row["ratio_to_raw_model"] = round(row["batch"]["rate"] / raw["rate"], 3)
+                    # Load-independent: the model's own CPU per text over what one memory cost
+                    # the worker processes (the model plus everything else they do per memory).
+                    row["cpu_ratio_to_raw_model"] = round(raw["cpu_ms_per_text"] / row["batch"]["cpu_ms_per_memory"]["workers"], 3)
+                rows.append(row)
         small = Stack.create(servers, EMBEDDING_PROVIDER="hash")
         try:
             small.start_web()
@@ -182,32 +298,44 @@ def main(argv: list[str] | None = None) -> int:
             extra["importer_rss_small"] = bench_batch(small, exports["small"], args.timeout)
         finally:
             small.stop()
-        # Last: once torch is loaded here, every importer forked afterwards would start with
-        # this process's resident pages in its peak-RSS figure.
-        if "local" in providers:
-            extra["raw_model"] = raw_model_rate(exports["local"], args.local_messages)
     finally:
         servers.stop()
 
-    print(f"\n{'provider':<8} {'workers':>7} {'messages':>9} {'batch e2e/s':>12} {'importer RSS':>13} {'single e2e/s':>13}")
+    print(f"\nload average (1 min) {rows[0]['load_before'] if rows else '-'} at start, {_load()} at end; "
+          f"{os.cpu_count()} cpus")
+    print(f"\n{'provider':<8} {'workers':>7} {'messages':>9} {'batch e2e/s':>12} {'single x8 e2e/s':>16} "
+          f"{'raw model/s':>12} {'ratio':>6} {'importer RSS':>13} {'load':>10}")
     for row in rows:
         single = row.get("single", {}).get("rate", "-")
+        raw = row.get("raw_model", {}).get("rate", "-")
+        ratio = f"{row['ratio_to_raw_model']:.0%}" if "ratio_to_raw_model" in row else "-"
         print(f"{row['provider']:<8} {row['workers']:>7} {row['batch']['messages']:>9} {row['batch']['rate']:>12} "
-              f"{row['batch']['importer_peak_rss_mib']:>10} MiB {single:>13}")
-    if "raw_model" in extra:
-        raw = extra["raw_model"]["rate"]
-        print(f"\nlocal model alone: {raw} texts/s")
-        for row in rows:
-            if row["provider"] == "local":
-                row["ratio_to_raw_model"] = round(row["batch"]["rate"] / raw, 3)
-                print(f"  pipeline with {row['workers']} worker(s): {row['batch']['rate']}/s = {row['ratio_to_raw_model']:.0%} of raw")
+              f"{single:>16} {raw:>12} {ratio:>6} {row['batch']['importer_peak_rss_mib']:>9} MiB "
+              f"{row['load_before']:>4}-{row['load_after']:<4}")
+    print("\nCPU per memory (ms; load-independent: what each part spent, whatever share of the cores it got)")
+    print(f"{'provider':<8} {'workers':>7} {'phase':<7} {'web':>7} {'workers':>8} {'broker':>7} {'graph':>7} {'total':>7} {'=> /s on 2 idle cores':>22}")
+    for row in rows:
+        for phase in ("batch", "single"):
+            cpu = (row.get(phase) or {}).get("cpu_ms_per_memory")
+            if cpu:
+                print(f"{row['provider']:<8} {row['workers']:>7} {phase:<7} {cpu['web']:>7} {cpu['workers']:>8} "
+                      f"{cpu['broker']:>7} {cpu['graph']:>7} {cpu['total']:>7} {_idle_rate(cpu, row['workers']):>22}")
+    for row in rows:
+        if "cpu_ratio_to_raw_model" in row:
+            print(f"local, {row['workers']} worker(s): the model alone spends {row['raw_model']['cpu_ms_per_text']} ms CPU "
+                  f"per text, the workers {row['batch']['cpu_ms_per_memory']['workers']} ms per memory: "
+                  f"{row['cpu_ratio_to_raw_model']:.0%} of worker CPU is the model")
+    for provider in ("hash", "local"):
+        rates = {r["workers"]: r["batch"]["rate"] for r in rows if r["provider"] == provider}
+        if 1 in rates and 2 in rates:
+            print(f"{provider}: 2 workers / 1 worker = {rates[2] / rates[1]:.2f}x")
     if "importer_rss_small" in extra:
         s = extra["importer_rss_small"]
-        print(f"\nimporter peak RSS: {s['importer_peak_rss_mib']} MiB at {s['messages']} messages; "
+        print(f"importer peak RSS: {s['importer_peak_rss_mib']} MiB at {s['messages']} messages; "
               + ", ".join(f"{r['batch']['importer_peak_rss_mib']} MiB at {r['batch']['messages']}" for r in rows))
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = RESULTS / f"bench_ingest-{stamp}.json"
+    out = RESULTS / "bench_ingest.json"
     out.write_text(json.dumps({"when": stamp, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
                                "args": vars(args), "rows": rows, **extra}, indent=2))
     print(f"\nwritten: {out}")

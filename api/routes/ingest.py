@@ -80,6 +80,10 @@ async def slack_events(
     if payload.get("type") != "event_callback":
         return ORJSONResponse({"status": "ignored", "reason": f"type:{payload.get('type')}"})
 
+    # Backpressure as on every write path: past the bound, 429 with Retry-After and nothing
+    # claimed or queued, so Slack's own retry (it retries a non-2xx, with backoff) gets through
+    # once the backlog has drained.
+    await writes.admit()
     redis_client = services.broker_redis
     event_id = payload.get("event_id")
     seen_key = EVENT_SEEN_PREFIX + event_id if isinstance(event_id, str) and event_id else None
@@ -113,8 +117,7 @@ async def _apply_event(payload: dict[str, Any], services: Services, writes: Writ
     except ValidationError as exc:  # answer 200 anyway: Slack would only retry the same thing
         log.warning("slack event %s not stored: %s", payload.get("event_id"), exc.message)
         return {"status": "ignored", "reason": exc.message}
-    # Events are few and Slack needs an answer within 3 s: no backpressure wait, just queue.
-    await writes.store_many([record])
+    await writes.store_many([record])  # admitted above: just queue (Slack needs an answer within 3 s)
     return {"status": "accepted", "action": "store" if action.kind == "new" else "update", "memory_id": record.id}
 
 

@@ -80,8 +80,9 @@ def _start_enrichment(svc, items: list[dict[str, Any]]) -> None:
 
     queue_enrichment(svc, [item["id"] for item in items])
     if svc.settings.similar_to_limit > 0:
-        # The vector travels packed, as between the other stages; nothing is re-embedded.
-        link_similar.send([{"id": item["id"], "vector_f32": pack_vector(item["vector"])} for item in items])
+        # The vector travels packed, as between the other stages; nothing is re-embedded, and
+        # a vector that arrived packed is passed on as it came (no decode and re-encode).
+        link_similar.send([{"id": item["id"], "vector_f32": item.get("vector_f32") or pack_vector(item["vector"])} for item in items])
 
 
 @dramatiq.actor(queue_name=VECTORS_QUEUE)

@@ -1,7 +1,8 @@
 """Persist stage: the graph write that makes a memory part of the record.
 
 Messages carry batches of whole records, so a redelivered message writes the same thing
-again (``MERGE`` by id) and one message costs one ``UNWIND`` round trip.
+again (``MERGE`` by id) and one message costs one ``UNWIND`` round trip. When small messages
+queue up (single writes), one call takes several of them (``pipeline.drain``).
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import dramatiq
+from dramatiq.middleware import CurrentMessage
 
 from pipeline.actors.context import services
 from pipeline.broker import PERSIST_QUEUE
 from pipeline.classify import classify
+from pipeline.drain import draining
 from pipeline.records import MemoryRecord
 from pipeline.resilience import store_call
 from pipeline.tracking import PERSISTED
@@ -33,12 +36,30 @@ def vector_work_item(memory: dict[str, Any], op: str) -> dict[str, Any]:
     return {"id": memory["id"], "op": op, "text": memory["content"], "payload": vector_payload(memory)}
 
 
+def _drain_bound(max_items: int) -> int:
+    """How many records this call may gather from further queued messages (see pipeline.drain).
+
+    A retried message is written alone: a record that makes the write fail then fails only
+    its own message, never the neighbours it would otherwise be drained with.
+    """
+    message = CurrentMessage.get_current_message()
+    if message is None or message.options.get("retries", 0):
+        return 0
+    return max_items
+
+
 @dramatiq.actor(queue_name=PERSIST_QUEUE)
 def persist_memories(records: list[dict[str, Any]]) -> None:
+    svc = services()
+    bound = _drain_bound(svc.settings.persist_drain_max_items)
+    with draining(dramatiq.get_broker(), PERSIST_QUEUE, "persist_memories", records, bound) as batch_records:
+        _persist(svc, batch_records)
+
+
+def _persist(svc, records: list[dict[str, Any]]) -> None:
     from pipeline.actors.embed import embed_memories
     from pipeline.actors.index import index_vectors
 
-    svc = services()
     skipped = svc.tracker.tombstoned([r["id"] for r in records])
     batch = [_with_type(MemoryRecord.from_message(r)) for r in records if r["id"] not in skipped]
     if not batch:

@@ -9,8 +9,9 @@ re-embedded or read back. Edges are symmetric and merged, strength = cosine simi
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 import dramatiq
 
@@ -24,9 +25,27 @@ from pipeline.vectors import VectorQuery, VectorStore
 
 
 def nearest_links(vectors: VectorStore, memory_id: str, vector: list[float], threshold: float, limit: int) -> list[Link]:
-    hits = vectors.search(VectorQuery(vector, limit + 1))
+    # Only ids and scores are needed: not converting each hit's payload saves most of a search.
+    hits = vectors.search(VectorQuery(vector, limit + 1, with_payload=False))
     return [Link(memory_id, hit.memory_id, round(hit.score, 6))
             for hit in hits if hit.memory_id != memory_id and hit.score >= threshold][:limit]
+
+
+def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, sleep: Callable[[float], None] = time.sleep) -> float:
+    """Wait while more than ``bound`` writes are not yet recallable; returns the seconds waited.
+
+    SIMILAR_TO costs a vector search per memory, and during a bulk import those searches are
+    brute-force scans (the HNSW build waits until writes pause): measured here they took more
+    of the vector owner's CPU than indexing itself, and they compete with the write path on
+    the same cores. Making memories recallable comes first; linking them follows once the
+    backlog has drained, against the built index. The message stays unacknowledged while it
+    waits, so a crash redelivers it.
+    """
+    waited, step = 0.0, 0.25
+    while bound > 0 and waited < max_wait_s and backlog() > bound:
+        sleep(step)
+        waited += step
+    return waited
 
 
 @dramatiq.actor(queue_name=SIMILARITY_QUEUE)
@@ -35,6 +54,7 @@ def link_similar(items: list[dict[str, Any]]) -> None:
     s = svc.settings
     if s.similar_to_limit <= 0:
         return
+    yield_to_writes(svc.tracker.inflight_count, s.similar_to_defer_backlog, s.similar_to_defer_max_s)
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
     links: list[Link] = []
     for item in items:

@@ -127,14 +127,17 @@ def test_batch_body_errors_are_400_and_store_nothing(api, body, field):
 
 
 def test_backpressure_answers_429_with_retry_after_then_recovers(make_stack):
-    stack = make_stack(BACKPRESSURE_MAX_PENDING="50", BACKPRESSURE_RETRY_AFTER_S="3")
+    stack = make_stack(BACKPRESSURE_MAX_PENDING="50", BACKPRESSURE_RETRY_AFTER_S="3", SLACK_SIGNING_SECRET=SIGNING_SECRET)
     stack.start_web()  # no worker: the backlog can only grow
+    slack = SlackClient(stack)
+    event = _event({"type": "message", "channel": "CBACKLOG", "user": "U1", "ts": "1700000000.000100", "text": "from slack"})
     with stack.client() as api:
         first = api.post("/memory/batch", json={"memories": [{"content": f"backlog {i}"} for i in range(60)]})
         assert first.status_code == 201  # admitted: the backlog was 0 when it arrived
         for refused in (
             api.post("/memory/batch", json={"memories": [{"content": "one more"}]}),
             api.post("/memory", json={"content": "single write"}),
+            slack.post(event),
         ):
             assert refused.status_code == 429
             assert refused.headers["retry-after"] == "3"
@@ -144,6 +147,9 @@ def test_backpressure_answers_429_with_retry_after_then_recovers(make_stack):
         stack.start_worker()
         wait_until(lambda: _settled(api, 60), timeout=60, message="backlog drained")
         assert api.post("/memory", json={"content": "accepted again"}).status_code == 201
+        # Slack's retry of the refused event is not taken for a duplicate: it was never claimed.
+        retried = slack.post(event, retry=1)
+        assert retried.status_code == 200 and retried.json()["status"] == "accepted"
 
 
 # --- Slack export import ----------------------------------------------------------------------
@@ -352,3 +358,21 @@ def test_slack_events_new_changed_deleted_threaded_retried_and_refused(make_stac
         assert _graph(stack).related(root_id, PART_OF) == []
         recalled = api.get("/recall", params={"tags": f"slack:channel:{channel}"}).json()
         assert [r["id"] for r in recalled["results"]] == [root_id]
+
+
+def test_queued_single_writes_are_persisted_as_few_batches(make_stack):
+    stack = make_stack()
+    stack.start_web()  # no worker yet: each write stays its own persist message
+    with stack.client() as api:
+        ids = [api.post("/memory", params={"wait": "false"}, json={"content": f"queued single {i}"}).json()["memory_id"]
+               for i in range(40)]
+        assert _health(api)["queues"]["persist"] == 40
+        stack.start_worker(queues=["persist"])  # persist only: what it sends on stays countable
+        wait_until(lambda: _health(api)["queues"]["persist"] == 0 and _health(api)["memory_count"] == 40,
+                   timeout=60, message="all persisted")
+        # One persist call took many messages, so far fewer embed messages than writes.
+        assert _health(api)["queues"]["embed"] <= 10
+        stack.start_worker(queues=["embed"])
+        wait_until(lambda: _settled(api, 40), timeout=60, message="all recallable")
+        assert all(api.get(f"/memory/{m}").status_code == 200 for m in ids[::7])
+        assert _health(api)["dead_letter_count"] == 0

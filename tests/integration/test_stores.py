@@ -72,9 +72,29 @@ def test_vector_store_contract(vectors):
 
     vectors.set_payload("a", {"importance": 0.9})
     assert vectors.search(VectorQuery(unit(0), 1))[0].payload["importance"] == 0.9
+    # A partial update of a nested value replaces that value only (Edge stores it packed).
+    vectors.set_payloads({"a": {"metadata": {"k": 10}}})
+    full = vectors.search(VectorQuery(unit(0), 1))[0].payload
+    assert full["metadata"] == {"k": 10} and full["tags"] == ["slack:channel:General"] and full["importance"] == 0.9
+    assert vectors.retrieve(["a"])["a"].payload == full
+    assert any(r.payload == full for r in vectors.scroll(None, 10)[0])
+    # Ids only: hits still name their memory and score.
+    bare = vectors.search(VectorQuery(unit(0), 2, with_payload=False))
+    assert bare[0].memory_id == "a" and bare[0].score == pytest.approx(1.0, abs=1e-5)
+    assert set(bare[0].payload) <= {"memory_id"}
     vectors.delete(["a", "non-uuid:id/1"])
     assert vectors.count() == 2
     assert "a" not in ids(vectors.search(everything))
+
+
+def test_edge_reads_points_written_before_packed_payloads(tmp_path):
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE)
+    store.ensure_collection()
+    qe = store._qe
+    legacy = point("old", 0, ["misc"]).payload  # nested values native, as before the packed layout
+    store._shard.update(qe.UpdateOperation.upsert_points([qe.Point(str(uuid.uuid4()), unit(0), legacy)]))
+    assert store.search(VectorQuery(unit(0), 1))[0].payload == legacy
+    store.close()
 
 
 def test_edge_payload_indexes_and_size_mismatch(tmp_path):

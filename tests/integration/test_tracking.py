@@ -1,0 +1,59 @@
+"""The pending-state tracker on the real broker redis: batch calls, one done message per batch."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from api.waiter import CompletionWaiter
+from pipeline.tracking import DONE_CHANNEL, EMBEDDED, RECALLABLE, PipelineTracker
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture()
+def broker_url(servers):
+    url = f"redis://127.0.0.1:{servers.broker.port}/{1000}"  # a database no stack uses
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+def test_advance_and_finish_work_per_batch(broker_url):
+    client = redis.Redis.from_url(broker_url)
+    tracker = PipelineTracker(client)
+    tracker.mark_queued([{"id": i, "content": i} for i in ("a", "b", "c")])
+    tracker.finish(["c"], "store", RECALLABLE)
+    pubsub = client.pubsub(ignore_subscribe_messages=True)
+    pubsub.subscribe(DONE_CHANNEL)
+    tracker.advance(["a", "b", "c"], EMBEDDED)  # one script call for all three
+    assert tracker.pending("a")["state"] == EMBEDDED and tracker.pending("b")["state"] == EMBEDDED
+    assert tracker.pending("c") is None  # finished stays finished: no resurrected hash
+    tracker.finish(["a", "b"], "store", RECALLABLE)
+    assert tracker.inflight_count() == 0
+    # Channels span databases: other stacks on this server publish here too.
+    ours = None
+    for _ in range(50):
+        message = pubsub.get_message(timeout=0.1)
+        if message and orjson.loads(message["data"]).get("ids") == ["a", "b"]:
+            ours = orjson.loads(message["data"])
+            break
+    assert ours == {"ids": ["a", "b"], "op": "store", "state": RECALLABLE}
+
+
+def test_waiter_wakes_every_id_of_a_batch_message(broker_url):
+    async def scenario():
+        waiter = CompletionWaiter(lambda: aioredis.Redis.from_url(broker_url))
+        await waiter.start()
+        try:
+            futures = {m: waiter.expect(m) for m in ("x", "y")}
+            PipelineTracker(redis.Redis.from_url(broker_url)).finish(["x", "y"], "store", RECALLABLE)
+            return [await waiter.wait(m, f, 5) for m, f in futures.items()]
+        finally:
+            await waiter.stop()
+
+    events = asyncio.run(scenario())
+    assert events == [{"id": "x", "op": "store", "state": RECALLABLE}, {"id": "y", "op": "store", "state": RECALLABLE}]

@@ -1,0 +1,17 @@
+"""SIMILAR_TO linking yields to the write path while the backlog is past its bound."""
+
+from pipeline.actors.similarity import yield_to_writes
+
+
+def test_waits_while_the_backlog_is_high_then_runs():
+    backlog = iter([5000, 3000, 1200, 10])
+    slept: list[float] = []
+    waited = yield_to_writes(lambda: next(backlog), 1000, 60, sleep=slept.append)
+    assert waited == 0.75 and len(slept) == 3
+
+
+def test_bounded_wait_and_off_switch():
+    slept: list[float] = []
+    assert yield_to_writes(lambda: 10**6, 1000, 1.0, sleep=slept.append) == 1.0  # runs anyway after the bound
+    assert yield_to_writes(lambda: 10**6, 0, 60, sleep=slept.append) == 0.0  # 0: never waits
+    assert yield_to_writes(lambda: 999, 1000, 60, sleep=slept.append) == 0.0
