@@ -43,16 +43,19 @@ class PartitionedVectors:
 
 
 class PartitionableServices(Services):
+    """Every vector store these services hand out (the live collection, a migration's target)
+    sits behind the switch: recall, the vector actors and the router all reach Qdrant through it."""
+
     def __init__(self, settings, switch: Path):
         super().__init__(settings)
         self._switch = switch
-        self._partitioned: PartitionedVectors | None = None
+        self._partitioned: dict[str, PartitionedVectors] = {}
 
-    @property
-    def vectors(self):
-        if self._partitioned is None:
-            self._partitioned = PartitionedVectors(super().vectors, self._switch)
-        return self._partitioned
+    def vector_store(self, spec):
+        wrapped = self._partitioned.get(spec.name)
+        if wrapped is None:
+            wrapped = self._partitioned[spec.name] = PartitionedVectors(super().vector_store(spec), self._switch)
+        return wrapped
 
 
 def create_partitioned_app() -> FastAPI:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from datetime import datetime, timezone
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -188,12 +189,16 @@ def test_web_restart_with_waiting_writes_in_flight(make_stack):
             for k in range(per_client):
                 memory_id = f"restart-{run}-{client_no}-{k}"
                 content = f"client {client_no} write {k} across a web restart"
+                # A retry resends the very same body: with the timestamp fixed by the client, the
+                # attempt taken before the kill and its retry are one write, not two.
+                body = {"id": memory_id, "content": content, "tags": [run],
+                        "timestamp": datetime.now(timezone.utc).isoformat()}
                 deadline = time.monotonic() + 120
                 while True:
                     with lock:
                         in_flight += 1
                     try:
-                        response = api.post("/memory", json={"id": memory_id, "content": content, "tags": [run]})
+                        response = api.post("/memory", json=body)
                     except httpx.TransportError:
                         # No answer: the client cannot know whether it was taken, so it sends
                         # the same id again once the service is back.
