@@ -130,7 +130,9 @@ class Settings(BaseSettings):
     recall_vector_overfetch: int = Field(4, ge=1, description="Vector candidates fetched per requested result.")
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
     recall_excluded_types: str = Field("MetaPattern", description="Memory types never returned by recall (comma list).")
-    recall_keyword_search: Literal["fill", "always"] = Field("always", description="always: full-text search on every text query, its matches ranked by BM25 and given their vector score; fill: only to fill slots vector search left open (the spec's sequential search).")
+    # "fill" by default: "always" lifts LoCoMo recall@10 0.615 -> 0.666 but doubles recall latency at
+    # 100k memories (plain p50 14.7 -> 34.0 ms), past issue 3's 15 ms target; see docs/benchmarks-log.md.
+    recall_keyword_search: Literal["fill", "always"] = Field("fill", description="fill: full-text search only to fill slots vector search left open (the spec's sequential search); always: on every text query, its matches ranked by BM25 and given their vector score (better recall, about twice the latency at 100k memories; pair with SEARCH_WEIGHT_LEXICAL=0.1).")
     recall_keyword_per_result: int = Field(2, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short).")
     recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
     recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
@@ -165,7 +167,7 @@ class Settings(BaseSettings):
     search_weight_relation: float = Field(0.25, description="Weight of graph relations.")
     search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
-    search_weight_lexical: float = Field(0.1, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off).")
+    search_weight_lexical: float = Field(0.0, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off; 0.1 with RECALL_KEYWORD_SEARCH=always).")
 
     # --- Slack ingestion -------------------------------------------------------------
     slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")

@@ -342,22 +342,45 @@ def test_concurrent_reads_give_the_same_answer(servers):
 
 
 # --- candidate generation (issue 7) ------------------------------------------------------------
-def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbours(api):
-    """A memory the vector search does not reach still enters through full-text search, with the
-    cosine a vector hit would have had, and its rare matching word (BM25) puts it first."""
+def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbours(servers):
+    """RECALL_KEYWORD_SEARCH=always: a memory the vector search does not reach still enters through
+    full-text search, with the cosine a vector hit would have had, and its rare matching word
+    (BM25) puts it first."""
+    from pipeline.embedding import HashEmbedder
+    from tests.stack import Stack
+
+    stack = Stack.create(servers, recall_keyword_search="always", search_weight_lexical="0.1")
+    try:
+        stack.start_web()
+        stack.start_worker(processes=1, threads=2)
+        with stack.client() as api:
+            tag = scope()
+            for n in range(12):
+                store(api, f"filler note {n} about gardening and the weather", [tag])
+            target = store(api, "zebrafish tank: a weather note", [tag])
+            embedder = HashEmbedder()
+            # The query vector points at the fillers, so the vector search (limit 1 → 8 in a tag scope) never sees the target.
+            vector = embedder.embed(["filler note about gardening and the weather"])[0]
+            query = {"query": "zebrafish", "tags": tag, "limit": 1, "embedding": ",".join(map(str, vector))}
+            body = recall(api, **query)
+            assert ids(body) == [target]
+    finally:
+        stack.stop()
+    result = body["results"][0]
+    assert result["match_type"] == "keyword"
+    stored = embedder.embed(["zebrafish tank: a weather note"])[0]
+    cosine = sum(a * b for a, b in zip(vector, stored))
+    assert result["score_components"]["vector"] == pytest.approx(max(0.0, min(1.0, cosine)), abs=1e-4)
+
+
+def test_default_keyword_search_only_fills(api):
+    """The default (spec's sequential search): with the vector pool full, full text adds nothing."""
     from pipeline.embedding import HashEmbedder
 
     tag = scope()
     for n in range(12):
         store(api, f"filler note {n} about gardening and the weather", [tag])
     target = store(api, "zebrafish tank: a weather note", [tag])
-    embedder = HashEmbedder()
-    # The query vector points at the fillers, so the vector search (limit 1 → 8 in a tag scope) never sees the target.
-    vector = embedder.embed(["filler note about gardening and the weather"])[0]
+    vector = HashEmbedder().embed(["filler note about gardening and the weather"])[0]
     body = recall(api, query="zebrafish", tags=tag, limit=1, embedding=",".join(map(str, vector)))
-    assert ids(body) == [target]
-    result = body["results"][0]
-    assert result["match_type"] == "keyword"
-    stored = embedder.embed(["zebrafish tank: a weather note"])[0]
-    cosine = sum(a * b for a, b in zip(vector, stored))
-    assert result["score_components"]["vector"] == pytest.approx(max(0.0, min(1.0, cosine)), abs=1e-4)
+    assert ids(body) != [target] and body["results"][0]["match_type"] != "keyword"
