@@ -60,7 +60,7 @@ SECTIONS: tuple[Section, ...] = (
         "maintenance", "Consolidation and sync", "ops.bench_maintenance",
         # --no-optimize: the HNSW build after loading would dominate the run and measures Qdrant, not the cycles
         full_args=("--memories", "100000", "--no-optimize"), quick_args=("--memories", "2000", "--no-optimize"),
-        globs=("bench_maintenance.json", "bench_maintenance_*.json", "bench_maintenance-*.json"),
+        globs=("bench_maintenance_*.json", "bench_maintenance-*.json"),  # one size per file (bench_maintenance.json gathers every size)
         read=figures.maintenance,
     ),
     Section(
