@@ -97,13 +97,16 @@ class Services:
             with self._lock:
                 store = self._stores.get(spec.name)
                 if store is None:
-                    client = None
-                    if not self.settings.uses_qdrant_edge:
-                        client = self._lazy("_qdrant_client", lambda: QdrantServerVectorStore.client_for(self.settings))
-                    raw = build_vector_store(self.settings, spec.dims, spec.name, client)
+                    raw = build_vector_store(self.settings, spec.dims, spec.name, self._server_client())
                     raw.ensure_collection()
                     store = self._stores[spec.name] = InstrumentedStore(raw, "vectors", self._metrics())
         return store
+
+    def _server_client(self):
+        """One qdrant-client shared by every collection's store; None with Qdrant Edge."""
+        if self.settings.uses_qdrant_edge:
+            return None
+        return self._lazy("_qdrant_client", lambda: QdrantServerVectorStore.client_for(self.settings))
 
     def open_vector_stores(self) -> list[VectorStore]:
         return list(self._stores.values())
@@ -113,10 +116,7 @@ class Services:
         with self._lock:
             store = self._stores.pop(spec.name, None)
             if store is None:
-                client = None
-                if not self.settings.uses_qdrant_edge:
-                    client = self._lazy("_qdrant_client", lambda: QdrantServerVectorStore.client_for(self.settings))
-                store = build_vector_store(self.settings, spec.dims, spec.name, client)
+                store = build_vector_store(self.settings, spec.dims, spec.name, self._server_client())
             store.drop()
 
     def close_vector_stores(self) -> None:

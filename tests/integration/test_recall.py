@@ -342,6 +342,20 @@ def test_concurrent_reads_give_the_same_answer(servers):
 
 
 # --- candidate generation (issue 7) ------------------------------------------------------------
+def _recall_past_the_vector_pool(api):
+    """Twelve fillers and one target only full-text search can reach: the query vector points at
+    the fillers, so the vector search (limit 1 → 8 in a tag scope) never sees the target."""
+    from pipeline.embedding import HashEmbedder
+
+    tag = scope()
+    for n in range(12):
+        store(api, f"filler note {n} about gardening and the weather", [tag])
+    target = store(api, "zebrafish tank: a weather note", [tag])
+    vector = HashEmbedder().embed(["filler note about gardening and the weather"])[0]
+    body = recall(api, query="zebrafish", tags=tag, limit=1, embedding=",".join(map(str, vector)))
+    return target, vector, body
+
+
 def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbours(servers):
     """RECALL_KEYWORD_SEARCH=always: a memory the vector search does not reach still enters through
     full-text search, with the cosine a vector hit would have had, and its rare matching word
@@ -354,33 +368,18 @@ def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbour
         stack.start_web()
         stack.start_worker(processes=1, threads=2)
         with stack.client() as api:
-            tag = scope()
-            for n in range(12):
-                store(api, f"filler note {n} about gardening and the weather", [tag])
-            target = store(api, "zebrafish tank: a weather note", [tag])
-            embedder = HashEmbedder()
-            # The query vector points at the fillers, so the vector search (limit 1 → 8 in a tag scope) never sees the target.
-            vector = embedder.embed(["filler note about gardening and the weather"])[0]
-            query = {"query": "zebrafish", "tags": tag, "limit": 1, "embedding": ",".join(map(str, vector))}
-            body = recall(api, **query)
+            target, vector, body = _recall_past_the_vector_pool(api)
             assert ids(body) == [target]
     finally:
         stack.stop()
     result = body["results"][0]
     assert result["match_type"] == "keyword"
-    stored = embedder.embed(["zebrafish tank: a weather note"])[0]
+    stored = HashEmbedder().embed(["zebrafish tank: a weather note"])[0]
     cosine = sum(a * b for a, b in zip(vector, stored))
     assert result["score_components"]["vector"] == pytest.approx(max(0.0, min(1.0, cosine)), abs=1e-4)
 
 
 def test_default_keyword_search_only_fills(api):
     """The default (spec's sequential search): with the vector pool full, full text adds nothing."""
-    from pipeline.embedding import HashEmbedder
-
-    tag = scope()
-    for n in range(12):
-        store(api, f"filler note {n} about gardening and the weather", [tag])
-    target = store(api, "zebrafish tank: a weather note", [tag])
-    vector = HashEmbedder().embed(["filler note about gardening and the weather"])[0]
-    body = recall(api, query="zebrafish", tags=tag, limit=1, embedding=",".join(map(str, vector)))
+    target, _vector, body = _recall_past_the_vector_pool(api)
     assert ids(body) != [target] and body["results"][0]["match_type"] != "keyword"
