@@ -184,7 +184,7 @@ def run_size(size: int, args, words: list[str], embedder: HashEmbedder) -> tuple
     reuse = manifest.exists() and json.loads(manifest.read_text()).get("seed") == args.seed
     if manifest.exists() and not reuse:
         raise SystemExit(f"{base} holds a store built with another seed; delete it to rebuild")
-    servers = Servers.start(base / "servers")
+    servers = Servers.start(base / "servers", timeout=180.0)  # a reused store loads its graph first
     data_dir = base / "stack"
     data_dir.mkdir(parents=True, exist_ok=True)
     stack = Stack(servers.broker.port, servers.graph.port, data_dir, f"bench{size}", 1,

@@ -151,7 +151,7 @@ def main() -> None:
         text = " ".join(rng.sample(record.content.split(), 4))
         plans.append((text, embedder.embed([text])[0], record.tags[0]))
 
-    servers = Servers.start(base / "servers")
+    servers = Servers.start(base / "servers", timeout=180.0)
     try:
         os.environ.update({
             "FALKORDB_HOST": "127.0.0.1", "FALKORDB_PORT": str(servers.graph.port),

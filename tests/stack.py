@@ -40,12 +40,13 @@ class Servers:
     graph: RedisServer
 
     @classmethod
-    def start(cls, base: Path) -> "Servers":
+    def start(cls, base: Path, timeout: float = 20.0) -> "Servers":
+        """``timeout``: how long each server may take to answer (a reused 100k store loads for longer)."""
         broker = RedisServer("broker", free_port(), base / "broker", databases=MAX_STACKS)
         graph = RedisServer("graph", free_port(), base / "graph", with_falkordb=True)
-        broker.start()
+        broker.start(timeout)
         try:
-            graph.start()
+            graph.start(timeout)
         except BaseException:
             broker.stop()  # never leave a server behind when the pair does not start
             raise

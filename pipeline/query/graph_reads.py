@@ -99,35 +99,3 @@ def contradictions(graph: GraphStore, memory_ids: list[str]) -> list[tuple[str, 
     return [(row[0], row[1], bool(row[2]), None if row[3] is None else float(row[3]))
             for row in graph.read(cypher, {"ids": memory_ids})]
 
-
-def replacements_and_relations(
-    graph: GraphStore, memory_ids: list[str], per_seed: int, types: tuple[str, ...] = DEFAULT_EXPAND_TYPES,
-) -> tuple[dict[str, tuple[str, dict[str, Any]]], dict[str, list[Edge]]]:
-    """``replacements`` and the id-only ``neighbours`` of the same memories in one round trip.
-
-    Recall needs both for its candidates: the first for the current-state filter, the second
-    to hydrate ``relations`` of whichever candidates end up returned.
-    """
-    if not memory_ids:
-        return {}, {}
-    cypher = (
-        "UNWIND $ids AS id "
-        "MATCH (s:Memory {id: id}) "
-        "OPTIONAL MATCH (s)-[r]-(o:Memory) WHERE type(r) IN $types AND o.id <> id "
-        "WITH s, id, r, o ORDER BY coalesce(r.updated_at, o.timestamp) DESC "
-        "WITH s, id, collect(CASE WHEN r IS NULL THEN NULL "
-        "ELSE [type(r), r.strength, startNode(r) = s, r.updated_at, o.id] END) AS edges "
-        f"OPTIONAL MATCH (s)-[x{pattern(SUPERSEDING_TYPES)}]->(b:Memory) "
-        "WITH id, edges, x, b ORDER BY coalesce(x.updated_at, b.timestamp) DESC "
-        f"WITH id, edges, collect(CASE WHEN x IS NULL THEN NULL ELSE [type(x), {memory_projection('b')}] END) AS newest "
-        "RETURN id, edges[0..$per_seed], newest[0]"
-    )
-    rows = graph.read(cypher, {"ids": memory_ids, "types": list(types), "per_seed": int(per_seed)})
-    replaced: dict[str, tuple[str, dict[str, Any]]] = {}
-    edges: dict[str, list[Edge]] = {}
-    for seed, found, newest in rows:
-        edges[seed] = [Edge(seed, kind, None if strength is None else float(strength), bool(out), updated, {"id": other})
-                       for kind, strength, out, updated, other in found]
-        if newest:
-            replaced[seed] = (newest[0], memory_from_row(newest[1]))
-    return replaced, edges
