@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import Settings
+from pipeline.graph import Scope
 from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, archived_payload, vector_payload
 
 pytestmark = pytest.mark.integration
@@ -51,3 +52,20 @@ def test_scroll_retrieve_patch_count_and_archived_exclusion(vectors):
     assert "m2" not in hits and "m1" in hits  # archived points are out of every search
     archived = point(3, archived=True)
     assert archived.payload["lifecycle"] == "archived"  # what every search filters on
+
+
+def test_search_excludes_archived_and_excluded_types_even_when_nearest(vectors):
+    """The Edge store searches without the exclusions first and again with them when a hit
+    is excluded: the excluded points here are the nearest ones, so the second search runs."""
+    vectors.upsert([point(i) for i in range(6)] + [point(6, type="MetaPattern")])
+    vectors.set_payloads({"m5": archived_payload("2026-01-01")})
+    near = [0.0] * SIZE
+    near[6], near[5] = 1.0, 0.9  # m6 nearest, then m5
+    scope = Scope(excluded_types=frozenset({"MetaPattern"}))
+    for with_payload in (True, False):
+        hits = vectors.search(VectorQuery(near, 3, scope, with_payload=with_payload))
+        ids = [h.memory_id for h in hits]
+        assert len(ids) == 3 and "m6" not in ids and "m5" not in ids
+    # Without the type exclusion the MetaPattern point is the nearest hit; archived stays out.
+    assert [h.memory_id for h in vectors.search(VectorQuery(near, 3))][0] == "m6"
+    assert "m5" not in [h.memory_id for h in vectors.search(VectorQuery(near, 7))]
