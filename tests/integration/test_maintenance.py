@@ -389,69 +389,69 @@ def test_by_tag_routes_and_dead_letter_admin(make_stack):
         assert reembed["status"] == "complete" and reembed["processed"] == 1
 
 
-def test_graph_walk_is_keyset_paged_and_sees_every_memory_once(servers):
+@pytest.fixture()
+def scratch_graph(servers):
+    """A graph of its own with the schema in place: (raw handle for setup, GraphStore); dropped after."""
+    name = f"scratch_{time.time_ns()}"
+    raw = FalkorDB(port=servers.graph.port).select_graph(name)
+    graph = GraphStore(FalkorDB(port=servers.graph.port), name)
+    graph.ensure_schema()
+    yield raw, graph
+    raw.delete()
+
+
+def test_graph_walk_is_keyset_paged_and_sees_every_memory_once(scratch_graph):
     """Internal-id keyset pages: every Memory once, across gaps (deleted nodes, other labels)."""
     from pipeline.maintenance import graph_ops
 
-    name = f"paging_{time.time_ns()}"
-    raw = FalkorDB(port=servers.graph.port).select_graph(name)
-    graph = GraphStore(FalkorDB(port=servers.graph.port), name)
-    graph.ensure_schema()
-    try:
-        for block in range(5):  # memories interleaved with other nodes, then holes punched in both
-            raw.query("UNWIND range(0, 199) AS i CREATE (:Memory {id: 'm-' + toString($b * 1000 + i)})", {"b": block})
-            raw.query("UNWIND range(0, 299) AS i CREATE (:Other {n: i})")
-        raw.query("MATCH (m:Memory) WHERE m.id ENDS WITH '7' DELETE m")
-        expected = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
-        assert len(expected) == 900
+    raw, graph = scratch_graph
+    for block in range(5):  # memories interleaved with other nodes, then holes punched in both
+        raw.query("UNWIND range(0, 199) AS i CREATE (:Memory {id: 'm-' + toString($b * 1000 + i)})", {"b": block})
+        raw.query("UNWIND range(0, 299) AS i CREATE (:Other {n: i})")
+    raw.query("MATCH (m:Memory) WHERE m.id ENDS WITH '7' DELETE m")
+    expected = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
+    assert len(expected) == 900
 
-        seen, cursor, pages = [], None, 0
-        while True:
-            memories, cursor = graph_ops.page_memories(graph, cursor, 64)
-            assert len(memories) <= 64
-            seen += [m["id"] for m in memories]
-            pages += 1
-            if cursor is None:
-                break
-        assert len(seen) == len(set(seen)) and set(seen) == expected
-        assert pages <= 900 // 64 + 2  # pages are full until the end: gaps are skipped within a step
-        ids, done = graph_ops.page_ids(graph, None, 10_000)
-        assert set(ids) == expected and done is None
+    seen, cursor, pages = [], None, 0
+    while True:
+        memories, cursor = graph_ops.page_memories(graph, cursor, 64)
+        assert len(memories) <= 64
+        seen += [m["id"] for m in memories]
+        pages += 1
+        if cursor is None:
+            break
+    assert len(seen) == len(set(seen)) and set(seen) == expected
+    assert pages <= 900 // 64 + 2  # pages are full until the end: gaps are skipped within a step
+    ids, done = graph_ops.page_ids(graph, None, 10_000)
+    assert set(ids) == expected and done is None
 
-        plan = [str(op).strip() for op in raw.explain(graph_ops.PAGE_QUERY, {"after": 10, "upper": 138, "limit": 64})]
-        assert any("Node By Label and ID Scan" in op for op in plan), plan  # both bounds inside the scan
-        assert not any(op.startswith("Filter") for op in plan), plan  # no filter after the scan
-    finally:
-        raw.delete()
+    plan = [str(op).strip() for op in raw.explain(graph_ops.PAGE_QUERY, {"after": 10, "upper": 138, "limit": 64})]
+    assert any("Node By Label and ID Scan" in op for op in plan), plan  # both bounds inside the scan
+    assert not any(op.startswith("Filter") for op in plan), plan  # no filter after the scan
 
 
-def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(servers):
+def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(scratch_graph):
     from pipeline.graph import TagFilter
     from pipeline.maintenance import graph_ops
 
-    name = f"bytag_{time.time_ns()}"
-    raw = FalkorDB(port=servers.graph.port).select_graph(name)
-    graph = GraphStore(FalkorDB(port=servers.graph.port), name)
-    graph.ensure_schema()
-    try:
-        def make(prefix: str, count: int, tags: list[str]) -> set[str]:
-            records = [MemoryRecord(id=f"{prefix}-{i}", content=f"{prefix} {i}", tags=tags, importance=0.5, confidence=None,
-                                    type="Context", type_source=None, timestamp=ago(1), updated_at=ago(1)) for i in range(count)]
-            graph.upsert_memories(records)
-            return {r.id for r in records}
+    raw, graph = scratch_graph
 
-        doomed = make("upper", 12, ["Scratch"]) | make("lower", 13, ["scratch", "other"])
-        kept = make("prefixed", 4, ["scratch:sub"]) | make("plain", 5, ["keep"])
-        raw.query("MATCH (a:Memory {id: 'upper-0'}), (b:Memory {id: 'plain-0'}) CREATE (a)-[:RELATES_TO]->(b)")
-        batches, dropped = [], []
-        count = graph_ops.delete_by_tag(graph, TagFilter(("SCRATCH",), "any", "exact"), 7, batches.append, dropped.extend)
-        assert count == 25 and set(dropped) == doomed and len(dropped) == 25
-        assert all(len(b) <= 7 for b in batches) and len(batches) == 4
-        left = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
-        assert left == kept  # exact match leaves scratch:sub; the edge went with its node
-        assert graph_ops.delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), 7, batches.append, dropped.extend) == 4
-    finally:
-        raw.delete()
+    def make(prefix: str, count: int, tags: list[str]) -> set[str]:
+        records = [MemoryRecord(id=f"{prefix}-{i}", content=f"{prefix} {i}", tags=tags, importance=0.5, confidence=None,
+                                type="Context", type_source=None, timestamp=ago(1), updated_at=ago(1)) for i in range(count)]
+        graph.upsert_memories(records)
+        return {r.id for r in records}
+
+    doomed = make("upper", 12, ["Scratch"]) | make("lower", 13, ["scratch", "other"])
+    kept = make("prefixed", 4, ["scratch:sub"]) | make("plain", 5, ["keep"])
+    raw.query("MATCH (a:Memory {id: 'upper-0'}), (b:Memory {id: 'plain-0'}) CREATE (a)-[:RELATES_TO]->(b)")
+    batches, dropped = [], []
+    count = graph_ops.delete_by_tag(graph, TagFilter(("SCRATCH",), "any", "exact"), 7, batches.append, dropped.extend)
+    assert count == 25 and set(dropped) == doomed and len(dropped) == 25
+    assert all(len(b) <= 7 for b in batches) and len(batches) == 4
+    left = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
+    assert left == kept  # exact match leaves scratch:sub; the edge went with its node
+    assert graph_ops.delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), 7, batches.append, dropped.extend) == 4
 
 
 def _restart(stack: Stack, **env: str) -> None:
