@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from pipeline.config import ScoringWeights
@@ -41,13 +42,36 @@ class RecencyPolicy:
         return max(0.0, 1.0 - age_days / self.window_days)
 
 
+_SUFFIXES = ("es", "s", "ing", "ed")
+
+
+def _forms_stemming_to(target: str) -> set[str]:
+    """Every word whose stem is ``target``: only the target, the target plus a suffix that
+    ``stem`` strips, or ``-y`` made ``-ies`` can be; each candidate is confirmed with ``stem``."""
+    forms = [target, *(target + suffix for suffix in _SUFFIXES)]
+    if target.endswith("y"):
+        forms.append(target[:-1] + "ies")
+    return {form for form in forms if stem(form) == target}
+
+
+@lru_cache(maxsize=16_384)
+def _matching_words(keyword: str) -> frozenset[str]:
+    """Content words that match ``keyword``: the keyword, or its stem, is their stem.
+
+    Scoring runs for every candidate of every recall: looking these few words up in the
+    content replaces stemming every content word of every candidate.
+    """
+    root = stem(keyword)
+    return frozenset({keyword} | _forms_stemming_to(keyword) | _forms_stemming_to(root))
+
+
 def keyword_score(keywords: list[str], content: str) -> float:
     """Share of query keywords found in the content (light stemming on both sides)."""
     if not keywords:
         return 0.0
-    words = {stem(w) for w in _WORD.findall(content.lower())}
     text = content.lower()
-    found = sum(1 for k in keywords if k in words or stem(k) in words or (" " in k and k in text))
+    words = set(_WORD.findall(text))
+    found = sum(1 for k in keywords if not words.isdisjoint(_matching_words(k)) or (" " in k and k in text))
     return found / len(keywords)
 
 
@@ -59,22 +83,25 @@ def _metadata_terms(memory: dict[str, Any]) -> set[str]:
     return terms
 
 
-def tag_score(keywords: list[str], memory: dict[str, Any]) -> float:
+def tag_score(keywords: list[str], memory: dict[str, Any], terms: set[str] | None = None) -> float:
     """min(1, matched / total): query keywords equal to one of the memory's tags or metadata terms."""
     if not keywords:
         return 0.0
-    terms = _metadata_terms(memory)
+    terms = _metadata_terms(memory) if terms is None else terms
     return min(1.0, sum(1 for k in keywords if k in terms) / len(keywords))
 
 
-def exact_score(query: str | None, memory: dict[str, Any]) -> float:
+def exact_score(query: str | None, memory: dict[str, Any], terms: set[str] | None = None) -> float:
     """1.0 when the whole query equals one of the memory's tags or metadata terms."""
     if not query or not query.strip():
         return 0.0
-    return 1.0 if query.strip().lower() in _metadata_terms(memory) else 0.0
+    terms = _metadata_terms(memory) if terms is None else terms
+    return 1.0 if query.strip().lower() in terms else 0.0
 
 
 def _unit(value: Any) -> float:
+    if type(value) is float and 0.0 <= value <= 1.0:  # the common case, without the conversions
+        return value
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -94,16 +121,17 @@ def score_components(
     relation: float = 0.0,
     context: float = 0.0,
 ) -> dict[str, Any]:
+    terms = _metadata_terms(memory) if keywords or query else None  # tag and exact read the same terms
     components: dict[str, Any] = {
         "vector": _unit(vector),
         "keyword": keyword_score(keywords, memory.get("content") or ""),
         "metadata": _unit(metadata),
         "relation": _unit(relation),
-        "tag": tag_score(keywords, memory),
+        "tag": tag_score(keywords, memory, terms),
         "importance": _unit(memory.get("importance")),
         "confidence": _unit(memory.get("confidence")),
         "recency": recency.score(memory.get("timestamp"), now),
-        "exact": exact_score(query, memory),
+        "exact": exact_score(query, memory, terms),
         "relevance": _unit(memory.get("relevance_score")),
         "context": context,
     }
