@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, ORJSONResponse
+from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from api.auth import AdminAuth, _matches, check_api_token
 from api.deps import get_services, get_settings_dep
 from api.maintenance import launcher
+from api.responses import ORJSONResponse
 from api.routes.consolidate import optional_json, parse_body
 from ops import backup as backup_ops
 from ops import deadletters

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
-from fastapi.responses import ORJSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.deps import get_services, graph_call
+from api.responses import ORJSONResponse
 from pipeline.errors import ValidationError
 from pipeline.graph import TagFilter
 from pipeline.maintenance import graph_ops

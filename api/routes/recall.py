@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import ORJSONResponse
 
 from api.auth import ApiAuth
 from api.deps import get_engine, get_services
 from api.params import (bool_param, choice, embedding_param, float_param, int_param, list_param, raw,
                         timestamp_param)
+from api.responses import ORJSONResponse
 from pipeline.errors import ValidationError
 from pipeline.graph import TagFilter
 from pipeline.query import ContextHints, ExpansionOptions, RecallEngine, RecallRequest
