@@ -16,13 +16,13 @@ from typing import Callable
 import dramatiq
 import redis.asyncio as aioredis
 from fastapi import FastAPI
-from fastapi.responses import ORJSONResponse
 
 from api.access import AccessBatcher
 from api.errors import install_error_handlers
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
 from api.openapi import install_openapi
+from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning

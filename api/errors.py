@@ -7,9 +7,9 @@ import logging
 import redis
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import ORJSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.responses import ORJSONResponse
 from pipeline.errors import MempipeError, Overloaded
 
 log = logging.getLogger(__name__)

@@ -132,21 +132,39 @@ def _bodies(s: Settings, vector_size: int) -> dict[tuple[str, str], tuple[bool, 
     }
 
 
-def _query(**schemas: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"name": name, "in": "query", "required": False, "schema": schema} for name, schema in schemas.items()]
+def _query(**parameters: tuple[dict[str, Any], str]) -> list[dict[str, Any]]:
+    """Query parameters as name=(schema, description)."""
+    return [{"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+            for name, (schema, description) in parameters.items()]
 
 
 # Query parameters of routes that parse them by hand (recall declares its own).
 QUERY_PARAMETERS = {
-    ("get", "/memory/by-tag"): _query(tags=_LIST, tag_mode={"type": "string", "enum": ["any"]},
-                                      tag_match={"type": "string", "enum": ["exact"]},
-                                      limit={"type": "integer", "minimum": 1},
-                                      offset={"type": "integer", "minimum": 0, "maximum": 2**63 - 1}),
-    ("get", "/startup-recall"): _query(limit={"type": "integer", "minimum": 1}),
+    ("get", "/memory/by-tag"): _query(
+        tags=(_LIST, "Tags to list (repeat the parameter or comma-separate); a memory carrying any of them is "
+                     "listed. Exact, case-insensitive."),
+        tag_mode=({"type": "string", "enum": ["any"]}, "Only any: enumeration is any-of."),
+        tag_match=({"type": "string", "enum": ["exact"]}, "Only exact: enumeration matches whole tags."),
+        limit=({"type": "integer", "minimum": 1}, "Page size (default 20; above 200 is clamped)."),
+        offset=({"type": "integer", "minimum": 0, "maximum": 2**63 - 1}, "Memories to skip (default 0); "
+                "has_more says whether another page follows.")),
+    ("get", "/startup-recall"): _query(
+        limit=({"type": "integer", "minimum": 1}, "Most memories per section (default 10; above 50 is clamped).")),
     ("get", "/memories/{memory_id}/related"): _query(
-        relationship_types=_LIST, max_depth={"type": "integer", "minimum": 1, "maximum": 3},
-        limit={"type": "integer", "minimum": 1}),
-    ("post", "/enrichment/reprocess"): _query(ids=_LIST),
+        relationship_types=(_LIST, "Relation types to follow (comma list or repeated); default the 11 authorable "
+                                   "types; SIMILAR_TO, PRECEDED_BY and DISCOVERED only when named."),
+        max_depth=({"type": "integer", "minimum": 1, "maximum": 3}, "Hops to follow (default 1)."),
+        limit=({"type": "integer", "minimum": 1}, "Most related memories (default 20; above 200 is clamped).")),
+    ("post", "/enrichment/reprocess"): _query(
+        ids=(_LIST, "Memory ids to enrich again (comma list), instead of a JSON body.")),
+}
+# Path parameters, described once for every route that takes them.
+PATH_PARAMETERS = {
+    "memory_id": "The memory's id (as POST /memory answered it, or the id the client supplied).",
+    "run_id": "A maintenance run's id (as POST /consolidate or POST /admin/sync answered it).",
+    "job_id": "The import job's id (as POST /admin/import/slack answered it).",
+    "queue": "The pipeline stage whose dead-letter queue to read.",
+    "message_id": "The dead-lettered message's id (from GET /admin/deadletters).",
 }
 
 
@@ -184,6 +202,9 @@ def shape_schema(schema: dict[str, Any], settings: Settings, vector_size: int) -
             if key in QUERY_PARAMETERS:
                 known = {p["name"] for p in operation.get("parameters", [])}
                 operation.setdefault("parameters", []).extend(p for p in QUERY_PARAMETERS[key] if p["name"] not in known)
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path":
+                    parameter.setdefault("description", PATH_PARAMETERS.get(parameter["name"]))
             if key in bodies:
                 required, media, body_schema = bodies[key]
                 operation["requestBody"] = {"required": required, "content": {media: {"schema": body_schema}}}

@@ -6,6 +6,7 @@ this machine. The launcher's own process tree is what a run measures (RSS per pr
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -33,6 +34,9 @@ class EmbeddedService:
     api_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
     admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
     data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mempipe-embedded-")))
+    # True: pass no tokens, as a newcomer's first `make run` does; the launcher generates them
+    # (or finds them in the data dir) and they are read back from its tokens.json.
+    tokens_from_launcher: bool = False
     process: subprocess.Popen | None = None
 
     @property
@@ -58,6 +62,8 @@ class EmbeddedService:
             "HF_HUB_OFFLINE": "1",
             **self.env_overrides,
         }
+        if self.tokens_from_launcher:
+            del env["AUTOMEM_API_TOKEN"], env["ADMIN_API_TOKEN"]
         log = open(self.data_dir / "serve.log", "ab")
         self.process = subprocess.Popen([sys.executable, "-m", "ops.serve"], cwd=ROOT, env=env, stdout=log,
                                         stderr=subprocess.STDOUT)
@@ -67,12 +73,18 @@ class EmbeddedService:
                 raise RuntimeError(f"ops.serve exited:\n{self.log_tail()}")
             try:
                 if httpx.get(f"{self.url}/health", timeout=2).json().get("status") == "healthy":
+                    if self.tokens_from_launcher:
+                        self._read_tokens()
                     return
             except (httpx.HTTPError, ValueError):
                 pass
             time.sleep(0.25)
         self.stop()
         raise RuntimeError(f"embedded service not healthy within {timeout}s:\n{self.log_tail()}")
+
+    def _read_tokens(self) -> None:
+        tokens = json.loads((self.data_dir / "tokens.json").read_text())
+        self.api_token, self.admin_token = tokens["AUTOMEM_API_TOKEN"], tokens["ADMIN_API_TOKEN"]
 
     def log_tail(self, chars: int = 3000) -> str:
         path = self.data_dir / "serve.log"

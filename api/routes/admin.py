@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, ORJSONResponse
+from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from api.auth import AdminAuth, _matches, check_api_token
 from api.deps import get_services, get_settings_dep
 from api.maintenance import launcher
+from api.responses import ORJSONResponse
 from api.routes.consolidate import optional_json, parse_body
 from ops import backup as backup_ops
 from ops import deadletters
@@ -27,6 +28,9 @@ from pipeline.services import Services
 
 router = APIRouter(tags=["admin"])
 Queue = Literal["persist", "embed", "vectors", "enrich", "maintenance"]
+RunWaitParam = Annotated[bool, Query(description="Wait (bounded by MAINTENANCE_RUN_WAIT_SECONDS) for the result; "
+                                                 "else 202 with the run id at once.")]
+QueueParam = Annotated[Queue | None, Query(description="Only this stage's dead letters (default: every queue).")]
 
 
 class SyncBody(BaseModel):
@@ -53,7 +57,7 @@ def drift_report(view: dict[str, Any]) -> dict[str, Any]:
 
 
 @router.post("/admin/sync", dependencies=[AdminAuth], summary="Repair drift between graph and vectors (dry_run: report it)")
-async def admin_sync(request: Request, services: Annotated[Services, Depends(get_services)], wait: bool = True):
+async def admin_sync(request: Request, services: Annotated[Services, Depends(get_services)], wait: RunWaitParam = True):
     settings = services.settings
     body: SyncBody = parse_body(SyncBody, await optional_json(request, settings.max_request_bytes))
     maintenance = launcher(services, request.app.state)
@@ -72,7 +76,7 @@ async def admin_sync(request: Request, services: Annotated[Services, Depends(get
 
 
 @router.post("/admin/reembed", dependencies=[AdminAuth], summary="Re-embed memories through the embed queue")
-async def admin_reembed(request: Request, services: Annotated[Services, Depends(get_services)], wait: bool = True):
+async def admin_reembed(request: Request, services: Annotated[Services, Depends(get_services)], wait: RunWaitParam = True):
     """In place at the same dimension; into a new collection, switched to when complete, at a new one."""
     settings = services.settings
     body: ReembedBody = parse_body(ReembedBody, await optional_json(request, settings.max_request_bytes))
@@ -155,7 +159,8 @@ def _queues(queue: str | None) -> tuple[str, ...]:
 
 
 @router.get("/admin/deadletters", dependencies=[AdminAuth], summary="Messages that exhausted their retries")
-def list_dead_letters(queue: Queue | None = None, limit: Annotated[int, Query(ge=1, le=1000)] = 100):
+def list_dead_letters(queue: QueueParam = None,
+                      limit: Annotated[int, Query(ge=1, le=1000, description="Most dead letters listed (count is all of them).")] = 100):
     found = [d.summary() for d in deadletters.dead_messages(_broker(), _queues(queue))]
     return ORJSONResponse({"status": "success", "count": len(found), "dead_letters": found[:limit]})
 
@@ -177,6 +182,7 @@ async def replay_dead_letters(request: Request, services: Annotated[Services, De
 
 
 @router.delete("/admin/deadletters", dependencies=[AdminAuth], summary="Delete dead messages for good")
-def purge_dead_letters(queue: Queue | None = None, ids: Annotated[list[str] | None, Query()] = None):
+def purge_dead_letters(queue: QueueParam = None,
+                       ids: Annotated[list[str] | None, Query(description="Only these message ids (repeat the parameter); default: all of them.")] = None):
     count = deadletters.purge(_broker(), _queues(queue), set(ids) if ids else None)
     return ORJSONResponse({"status": "success", "purged": count})

@@ -6,12 +6,12 @@ import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import ORJSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
 from api.deps import get_limits, get_services, get_writes
+from api.responses import ORJSONResponse
 from api.writes import WritePath
 from pipeline.batching import ACCEPTED, ERROR, UNCHANGED, ValidatedBatch, extract_items, mark_unchanged, validate_batch
 from pipeline.services import Services

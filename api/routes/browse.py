@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import ORJSONResponse
 
 from api.auth import ApiAuth
 from api.deps import get_services, graph_call
 from api.params import choice, int_param, list_param
+from api.responses import ORJSONResponse
 from pipeline.errors import ValidationError
 from pipeline.query import browse
 from pipeline.services import Services

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
-from fastapi.responses import ORJSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.deps import get_services, graph_call
+from api.responses import ORJSONResponse
 from pipeline.errors import ValidationError
 from pipeline.graph import TagFilter
 from pipeline.maintenance import graph_ops
@@ -28,8 +28,8 @@ router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 DELETE_BATCH = 500
 
 TagsParam = Annotated[list[str] | None, Query(description="Tags (repeat the parameter, or comma-separated).")]
-ModeParam = Annotated[Literal["any", "all"], Query()]
-MatchParam = Annotated[Literal["exact", "prefix"], Query()]
+ModeParam = Annotated[Literal["any", "all"], Query(description="any (default): memories carrying at least one of tags; all: every one.")]
+MatchParam = Annotated[Literal["exact", "prefix"], Query(description="exact (default): whole tags, case-insensitive; prefix: segment prefixes.")]
 
 
 def _tag_filter(tags: list[str] | None, mode: str, match: str) -> TagFilter:

@@ -7,13 +7,13 @@ from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import ORJSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from api.auth import ApiAuth
 from api.body import read_json
 from api.deps import get_services
 from api.maintenance import launcher
+from api.responses import ORJSONResponse
 from ops.clock import cycle_intervals, last_runs
 from pipeline.errors import NotFound, ValidationError
 from pipeline.maintenance.cycles import CONSOLIDATION_MODES

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import ORJSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
 from api.deps import get_services, get_writes, graph_call
+from api.responses import ORJSONResponse
 from api.routes.recall import list_param
 from api.writes import WritePath
 from pipeline.broker import ENRICH_QUEUE, NAMESPACE

@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
-from fastapi.responses import ORJSONResponse
 
 from api.deps import get_services
+from api.responses import ORJSONResponse
 from pipeline.broker import ALL_QUEUES, NAMESPACE
 from pipeline.services import Services
 

@@ -17,13 +17,13 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import ORJSONResponse
 from slack_sdk.signature import SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import AdminAuth
 from api.body import read_body
 from api.deps import get_limits, get_services, get_writes
+from api.responses import ORJSONResponse
 from api.routes.batch import ingest_batch
 from api.writes import WritePath
 from pipeline.errors import NotFound, Overloaded, PayloadTooLarge, Unauthorized, ValidationError

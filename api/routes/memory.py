@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import ORJSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
 from api.deps import get_limits, get_services, get_writes, graph_call
+from api.responses import ORJSONResponse
 from api.writes import WritePath
 from pipeline.errors import Conflict, NotFound
 from pipeline.records import build_new_record, build_patch

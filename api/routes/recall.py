@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import ORJSONResponse
 
 from api.auth import ApiAuth
 from api.deps import get_engine, get_services
 from api.params import (bool_param, choice, embedding_param, float_param, int_param, list_param, raw,
                         timestamp_param)
+from api.responses import ORJSONResponse
 from pipeline.errors import ValidationError
 from pipeline.graph import TagFilter
 from pipeline.query import ContextHints, ExpansionOptions, RecallEngine, RecallRequest
@@ -42,8 +42,51 @@ _PARAMETERS = {
     "context": _STRING, "language": _STRING, "active_path": _STRING, "context_tags": _LIST,
     "context_types": _LIST, "priority_ids": _LIST,
 }
-_OPENAPI = {"parameters": [{"name": name, "in": "query", "required": False, "schema": schema}
-                           for name, schema in _PARAMETERS.items()]}
+_DESCRIPTIONS = {
+    "query": "Text to search for: vector similarity plus full-text keyword candidates. Omitted: trending memories "
+             "(most important first) within the filters.",
+    "queries": "Several queries at once (repeat the parameter); results are merged and deduplicated.",
+    "embedding": "A query vector instead of text (comma-separated floats or a JSON array, the collection's size).",
+    "limit": "Results to return (default RECALL_DEFAULT_LIMIT, 5; above RECALL_MAX_LIMIT is clamped).",
+    "per_query_limit": "With queries: results kept per query before merging (default: limit; at most 50).",
+    "auto_decompose": "Also search for the entities and topics extracted from the query (default false).",
+    "offset": "Not supported by ranked recall (only 0): raise limit, or page with GET /memory/by-tag.",
+    "tags": "Hard scope: only memories carrying these tags (repeat the parameter or comma-separate).",
+    "exclude_tags": "Drop memories carrying any of these tags, matched exactly or as a prefix.",
+    "tag_mode": "any (default): at least one of tags; all: every one of them.",
+    "tag_match": "prefix (default): a tag matches its segment prefixes (slack matches slack:channel:general); "
+                 "exact: whole tags, case-insensitive.",
+    "time_query": "Natural time window: today, yesterday, last week, last 30 days, ... (unknown phrases are ignored).",
+    "start": "Window start, ISO 8601 (with end, instead of time_query).",
+    "end": "Window end, ISO 8601; must not be before start.",
+    "sort": "score (default: hybrid relevance, ties newest first), time_desc / time_asc (chronological), "
+            "updated_desc / updated_asc (same key).",
+    "order_by": "Alias of sort.",
+    "state_mode": "current (default): only currently valid memories, supersession chains resolved to their head; "
+                  "history: stale and future state too.",
+    "current_only": "Legacy form of state_mode (true = current); wins when both are given.",
+    "state_debug": "Report suppressed memories and their replacements in state_filter (default false).",
+    "recency_bias": "Relative-recency re-rank of score ordering: off, on or auto (default RECALL_RECENCY_BIAS, off).",
+    "scope_fallback": "When tag-scoped results fall short of limit, fill from an unscoped vector search "
+                      "(appended after the scoped results; default false).",
+    "min_score": "Drop results whose final_score is below this (default RECALL_MIN_SCORE, 0 = off).",
+    "adaptive_floor": "Drop weak outliers relative to the best result (default RECALL_ADAPTIVE_FLOOR, true).",
+    "expand_relations": "Follow graph edges from the seed results to related memories (default false).",
+    "expand_entities": "Multi-hop via entities the seed results mention (default false).",
+    "relation_limit": "Relations followed per seed (default RECALL_RELATION_LIMIT, 5).",
+    "expansion_limit": "Most expanded memories in all (default RECALL_EXPANSION_LIMIT, 25).",
+    "expand_min_importance": "Least importance of an expanded memory (0-1); seeds are never filtered.",
+    "expand_min_strength": "Least strength of an edge to follow during relation expansion (0-1).",
+    "expand_respect_tags": "Keep expanded results inside the tags scope (default false: expansion may leave it).",
+    "context": "Context label (e.g. coding-style): boosts memories whose tag or type it names.",
+    "language": "Programming language hint (e.g. python): boosts memories in that language.",
+    "active_path": "Current file path; its extension sets language when language is not given.",
+    "context_tags": "Soft boost for memories carrying these tags (nothing is excluded).",
+    "context_types": "Soft boost for these memory types (e.g. Style, Preference).",
+    "priority_ids": "Memory ids to include and boost.",
+}
+_OPENAPI = {"parameters": [{"name": name, "in": "query", "required": False, "schema": schema,
+                            "description": _DESCRIPTIONS[name]} for name, schema in _PARAMETERS.items()]}
 
 
 def _state_mode(request: Request) -> str:

@@ -7,12 +7,12 @@ from datetime import datetime, timezone
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import ORJSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import ApiAuth
 from api.body import read_json
 from api.deps import get_services, get_writes, graph_call
+from api.responses import ORJSONResponse
 from api.routes.recall import list_param
 from api.writes import WritePath
 from pipeline.associations import Association, ItemError, is_batch, parse_association, parse_batch

@@ -49,6 +49,7 @@ def test_pending_memory_is_reported_pending_not_404(make_stack):
         # a waiting write answers 202 once the bound passes
         slow = api.post("/memory", json={"content": "bounded wait", "tags": ["p"]})
         assert slow.status_code == 202 and slow.json()["state"] == "queued"
+        assert _counts(api) == (0, 0)  # the API process wrote neither store itself: both writes are queued
 
         stack.start_worker()
         wait_until(lambda: api.get(f"/memory/{memory_id}").status_code == 200, message="persisted after worker start")

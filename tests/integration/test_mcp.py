@@ -13,7 +13,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.stack import API_TOKEN, AUTH
+from tests.stack import API_TOKEN, AUTH, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -241,6 +241,13 @@ def test_request_id_of_an_mcp_call_reaches_the_rest_route_and_every_actor(stack)
     web, worker = lines("web"), lines("worker")
     assert any(r.get("path") == "/memory" and r.get("status") == 201 for r in web), web
     assert any(r.get("path") == "/mcp" for r in web), web
-    actors = {r.get("actor") for r in web + worker if r.get("message") == "message processed"}
-    assert {"persist_memories", "embed_memories", "index_vectors"} <= actors, (web, worker)
+
+    # Every stage the write passes through: persist, embed, index (recallable), then the
+    # enrichment worker and the web's SIMILAR_TO linking, which follow it off the write path.
+    stages = {"persist_memories", "embed_memories", "index_vectors", "enrich_memories", "link_similar"}
+
+    def actors():
+        return {r.get("actor") for r in lines("web") + lines("worker") if r.get("message") == "message processed"}
+
+    wait_until(lambda: stages <= actors(), timeout=60, message=f"every stage logged request_id {request_id}")
     assert API_TOKEN not in (stack.data_dir / "web.log").read_text()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from falkordb import FalkorDB
@@ -136,3 +139,47 @@ def test_graph_schema_and_parameterised_writes(servers):
     assert store.count_memories() == 2
     found = store.keyword_search(["bystander"], Scope(), 5)
     assert [m["id"] for m, _ in found] == ["safe-2"]
+
+
+class _CountingShard:
+    """The real Edge shard, with each optimize() call recorded with the thread that made it."""
+
+    def __init__(self, shard):
+        self._shard = shard
+        self.optimize_threads: list[str] = []
+
+    def optimize(self):
+        self.optimize_threads.append(threading.current_thread().name)
+        return self._shard.optimize()
+
+    def __getattr__(self, name):
+        return getattr(self._shard, name)
+
+
+def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintenance_thread(tmp_path):
+    from api.app import _IndexMaintainer
+
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE, optimize_min_changes=5, optimize_quiet_s=0.3)
+    store.ensure_collection()
+    shard = store._shard = _CountingShard(store._shard)
+    store.upsert([point(f"p{i}", i, ["idx"]) for i in range(3)])
+    store.maintain()
+    assert shard.optimize_threads == []  # too few changes to be worth a rebuild
+    store.upsert([point(f"p{i}", i, ["idx"]) for i in range(3, 6)])
+    store.maintain()
+    assert shard.optimize_threads == []  # writes have not paused yet
+
+    maintainer = _IndexMaintainer(SimpleNamespace(vectors=store), interval=0.05)
+    maintainer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not shard.optimize_threads and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        maintainer.stop()
+        maintainer.join(5)
+    assert shard.optimize_threads == ["vector-maintenance"]  # once, off the request path
+    assert ids(store.search(VectorQuery(unit(4), 1))) == ["p4"] and store.count() == 6
+    store.maintain()
+    assert shard.optimize_threads == ["vector-maintenance"]  # nothing changed since
+    store.close()

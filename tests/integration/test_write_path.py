@@ -150,12 +150,20 @@ def test_bad_writes_are_rejected_and_store_nothing(api, body, status, field):
 
 
 def test_malformed_and_oversized_bodies(api):
-    response = api.post("/memory", content=b"{not json", headers={"content-type": "application/json"})
-    assert response.status_code == 400 and response.json()["message"].startswith("body")
-    response = api.post("/memory", content=b"", headers={"content-type": "application/json"})
-    assert response.status_code == 400
-    response = api.post("/memory", content=b'{"content": "' + b"x" * 1_100_000 + b'"}')
+    tag = scope()
+    before = api.get("/health").json()
+    truncated = f'{{"content": "cut short", "tags": ["{tag}"]'.encode()
+    for body in (b"{not json", truncated, b""):
+        response = api.post("/memory", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400 and response.json()["message"].startswith("body"), response.text
+    oversized = f'{{"content": "{"x" * 1_100_000}", "tags": ["{tag}"]}}'.encode()
+    response = api.post("/memory", content=oversized)
     assert response.status_code == 413 and response.json()["status"] == "error"
+    assert "body" in response.json()["message"]
+    # Nothing of them was queued or stored.
+    assert api.get("/health").json()["queues"]["persist"] == before["queues"]["persist"] == 0
+    assert api.get("/recall", params={"tags": tag}).json()["count"] == 0
+    assert api.get("/memory/by-tag", params={"tags": tag}).json()["count"] == 0
 
 
 def test_auth_forms_and_refusals(stack):

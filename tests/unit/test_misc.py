@@ -65,3 +65,20 @@ def test_derived_settings_are_values_not_methods():
     settings = Settings(scope_tag_prefixes="Session, conversation")
     assert settings.scope_prefixes == ("session", "conversation")
     assert isinstance(settings.excluded_types, frozenset) and isinstance(settings.slack_noise_subtypes, frozenset)
+
+
+def test_automem_environment_names_are_read(monkeypatch):
+    names = {
+        "AUTOMEM_API_TOKEN": ("automem_api_token", "api-t"), "ADMIN_API_TOKEN": ("admin_api_token", "admin-t"),
+        "FALKORDB_HOST": ("falkordb_host", "graph.internal"), "FALKORDB_PORT": ("falkordb_port", 6390),
+        "FALKORDB_PASSWORD": ("falkordb_password", "pw"), "QDRANT_URL": ("qdrant_url", "http://q:6333"),
+        "QDRANT_API_KEY": ("qdrant_api_key", "qk"), "QDRANT_COLLECTION": ("qdrant_collection", "mem2"),
+        "VECTOR_SIZE": ("vector_size", 768), "EMBEDDING_PROVIDER": ("embedding_provider", "openai"),
+        "OPENAI_API_KEY": ("openai_api_key", "sk-x"), "REDIS_URL": ("redis_url", "redis://broker:6379/0"),
+        "PORT": ("port", 5000),
+    }
+    for variable, (_, value) in names.items():
+        monkeypatch.setenv(variable, str(value))
+    settings = Settings()
+    assert {variable: getattr(settings, field) for variable, (field, _) in names.items()} == \
+        {variable: value for variable, (_, value) in names.items()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 
 from fastapi.routing import APIRoute
 
@@ -63,3 +64,33 @@ def test_memory_body_carries_the_live_limits():
     batch = schema["paths"]["/memory/batch"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert batch["properties"]["memories"]["maxItems"] == 42
     assert set(schema["paths"]["/memory"]["post"]["responses"]) >= {"201", "202", "400", "413", "429"}
+
+
+# Every /recall parameter the spec (api-reference.md, recall-operations.md) names.
+SPEC_RECALL_PARAMETERS = {
+    "query", "limit", "tags", "exclude_tags", "tag_mode", "tag_match", "time_query", "start", "end", "embedding",
+    "expand_respect_tags", "context_tags", "scope_fallback", "sort", "order_by", "recency_bias", "state_mode",
+    "current_only", "state_debug", "context", "language", "active_path", "context_types", "priority_ids",
+    "expand_relations", "expand_entities", "relation_limit", "expansion_limit", "expand_min_importance",
+    "expand_min_strength", "queries", "per_query_limit", "auto_decompose", "min_score", "adaptive_floor",
+}
+
+
+def test_every_parameter_of_every_route_is_described():
+    _, schema = _app_and_schema()
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for parameter in operation.get("parameters", []):
+                assert (parameter.get("description") or "").strip(), (method, path, parameter["name"])
+
+
+def test_recall_documents_every_spec_parameter_and_every_one_it_reads():
+    from api.routes import recall
+
+    _, schema = _app_and_schema()
+    declared = {p["name"] for p in schema["paths"]["/recall"]["get"]["parameters"]}
+    assert SPEC_RECALL_PARAMETERS <= declared, SPEC_RECALL_PARAMETERS - declared
+    source = inspect.getsource(recall.parse_recall) + inspect.getsource(recall._state_mode) + inspect.getsource(recall._sort)
+    read = set(re.findall(r'\(request, "(\w+)"', source))
+    read |= {"embedding"} if "embedding_param(request" in source else set()  # its name is inside the helper
+    assert read == declared, (read - declared, declared - read)
