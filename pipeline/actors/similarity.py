@@ -24,11 +24,15 @@ from pipeline.resilience import store_call
 from pipeline.vectors import VectorQuery, VectorStore
 
 
-def nearest_links(vectors: VectorStore, memory_id: str, vector: list[float], threshold: float, limit: int) -> list[Link]:
+def nearest_links(vectors: VectorStore, items: list[tuple[str, list[float]]], threshold: float, limit: int) -> list[Link]:
+    """SIMILAR_TO links of each (memory id, vector), from one batched search."""
     # Only ids and scores are needed: not converting each hit's payload saves most of a search.
-    hits = vectors.search(VectorQuery(vector, limit + 1, with_payload=False))
-    return [Link(memory_id, hit.memory_id, round(hit.score, 6))
-            for hit in hits if hit.memory_id != memory_id and hit.score >= threshold][:limit]
+    results = vectors.search_many([VectorQuery(vector, limit + 1, with_payload=False) for _, vector in items])
+    links: list[Link] = []
+    for (memory_id, _), hits in zip(items, results):
+        links += [Link(memory_id, hit.memory_id, round(hit.score, 6))
+                  for hit in hits if hit.memory_id != memory_id and hit.score >= threshold][:limit]
+    return links
 
 
 def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, sleep: Callable[[float], None] = time.sleep,
@@ -62,8 +66,6 @@ def link_similar(items: list[dict[str, Any]]) -> None:
     yield_to_writes(svc.tracker.inflight_count, s.similar_to_defer_backlog, s.similar_to_defer_max_s,
                     arriving=svc.tracker.writes_arriving)
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
-    links: list[Link] = []
-    for item in items:
-        if item["id"] not in skipped:
-            links += store_call(nearest_links)(svc.vectors, item["id"], vector_of(item), s.similar_to_threshold, s.similar_to_limit)
+    wanted = [(item["id"], vector_of(item)) for item in items if item["id"] not in skipped]
+    links = store_call(nearest_links)(svc.vectors, wanted, s.similar_to_threshold, s.similar_to_limit) if wanted else []
     store_call(merge_links)(svc.graph, BY_NAME["SIMILAR_TO"], links, datetime.now(timezone.utc).isoformat())
