@@ -6,6 +6,7 @@ validated and normalised, so a redelivered message writes exactly the same thing
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -56,12 +57,15 @@ def tag_prefixes(tags: list[str]) -> list[str]:
     ``slack:channel:general`` → ``slack``, ``slack:channel``, ``slack:channel:general``; a
     prefix filter then becomes an exact membership test that a keyword index serves.
     """
-    seen: dict[str, None] = {}
-    for tag in tags:
-        parts = tag.lower().split(":")
-        for end in range(1, len(parts) + 1):
-            seen.setdefault(":".join(parts[:end]), None)
-    return list(seen)
+    return list(dict.fromkeys(prefix for tag in tags for prefix in _prefixes_of(tag)))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _prefixes_of(tag: str) -> tuple[str, ...]:
+    # Tags repeat across memories (a channel, a user, a source), and every write computes
+    # these for the graph and again for the vector payload: a lookup instead of a split-join.
+    parts = tag.lower().split(":")
+    return tuple(":".join(parts[:end]) for end in range(1, len(parts) + 1))
 
 
 def parse_timestamp(value: Any, field_name: str) -> datetime:
