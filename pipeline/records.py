@@ -187,10 +187,17 @@ def _format_pydantic_error(exc: PydanticValidationError) -> str:
 
 def _depth(value: Any, level: int = 1) -> int:
     if isinstance(value, dict):
-        return max([level] + [_depth(v, level + 1) for v in value.values()])
-    if isinstance(value, list):
-        return max([level] + [_depth(v, level + 1) for v in value])
-    return level
+        children = value.values()
+    elif isinstance(value, list):
+        children = value
+    else:
+        return level
+    # Recurse into containers only: a call per scalar was most of validating a Slack memory.
+    deepest = level + 1 if children else level
+    for child in children:
+        if isinstance(child, (dict, list)):
+            deepest = max(deepest, _depth(child, level + 1))
+    return deepest
 
 
 def _has_nul(value: Any) -> bool:
