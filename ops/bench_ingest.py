@@ -264,7 +264,7 @@ def raw_model_rate_apart(export: Path, limit: int) -> dict:
 
 
 def run_config(servers: Servers, provider: str, workers: int, export: Path, singles: int, timeout: float,
-               single_client: str = "http.client") -> dict:
+               single_client: str = "http.client", catch_up: bool = True) -> dict:
     stack = Stack.create(servers, EMBEDDING_PROVIDER=provider, EDGE_OPTIMIZE_INTERVAL_S="30",
                          BACKPRESSURE_MAX_PENDING="20000", ACTOR_MAX_RETRIES="12")
     try:
@@ -274,11 +274,14 @@ def run_config(servers: Servers, provider: str, workers: int, export: Path, sing
             api.post("/memory", json={"content": "warm-up"})
         row = {"provider": provider, "workers": workers, "load_before": _load(),
                "batch": bench_batch(stack, export, timeout, servers)}
-        row["batch"]["after"] = _catch_up(stack, servers, row["batch"]["imported"], timeout)
-        if singles:
+        print(f"... batch: {row['batch']['rate']}/s, CPU ms per memory {row['batch']['cpu_ms_per_memory']}", file=sys.stderr, flush=True)
+        if catch_up or singles:  # the single-write phase needs the queues empty first anyway
+            row["batch"]["after"] = _catch_up(stack, servers, row["batch"]["imported"], timeout)
             row["drain_between_phases_s"] = row["batch"]["after"]["seconds"]
+        if singles:
             row["single"] = bench_singles(stack, singles, 8, timeout, servers, client=single_client)
-            row["single"]["after"] = _catch_up(stack, servers, singles - row["single"]["refused"], timeout)
+            if catch_up:
+                row["single"]["after"] = _catch_up(stack, servers, singles - row["single"]["refused"], timeout)
         row["load_after"] = _load()
         return row
     except Exception:
@@ -297,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--providers", default="hash,local")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--no-catch-up", dest="catch_up", action="store_false",
+                        help="do not wait for (and measure) the deferred SIMILAR_TO linking after the last phase")
     parser.add_argument("--single-client", choices=("http.client", "httpx"), default="http.client",
                         help="load generator of the single-write phase (httpx: as measured before 2026-12-01)")
     args = parser.parse_args(argv)
@@ -320,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                     print("... local model alone", file=sys.stderr, flush=True)
                     raw = raw_model_rate_apart(export, args.local_messages)
                 print(f"... {provider}, {workers} worker process(es)", file=sys.stderr, flush=True)
-                row = run_config(servers, provider, workers, export, singles, args.timeout, args.single_client)
+                row = run_config(servers, provider, workers, export, singles, args.timeout, args.single_client, args.catch_up)
                 if raw is not None:
                     row["raw_model"] = raw
                     row["ratio_to_raw_model"] = round(row["batch"]["rate"] / raw["rate"], 3)
