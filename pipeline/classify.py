@@ -28,6 +28,10 @@ _COMPILED = tuple((kind, tuple(re.compile(p, re.IGNORECASE) for p in patterns)) 
 # One pass over the text answers "any cue at all?"; most memories (chat above all) have none,
 # and at thousands of memories a second the 46 separate searches were the persist stage's cost.
 _ANY_CUE = re.compile("|".join(f"(?:{p})" for _, patterns in _CUES for p in patterns), re.IGNORECASE)
+# The cues are lower-case ASCII: on lower-cased ASCII text a case-sensitive search finds the
+# same and takes a fifth of the time (IGNORECASE folds every character it compares). Text
+# with other characters keeps IGNORECASE, whose Unicode folding lower() does not reproduce.
+_ANY_CUE_LOWER = re.compile(_ANY_CUE.pattern)
 
 FALLBACK_TYPE = "Context"
 FALLBACK_CONFIDENCE = 0.5
@@ -40,7 +44,8 @@ class Classification:
 
 
 def classify(content: str) -> Classification:
-    if not _ANY_CUE.search(content):
+    has_cue = _ANY_CUE_LOWER.search(content.lower()) if content.isascii() else _ANY_CUE.search(content)
+    if not has_cue:
         return Classification(FALLBACK_TYPE, FALLBACK_CONFIDENCE)
     for kind, patterns in _COMPILED:
         hits = sum(1 for pattern in patterns if pattern.search(content))

@@ -229,6 +229,7 @@ class Settings(BaseSettings):
     similar_to_threshold: float = Field(0.80, ge=0, le=1, description="Least cosine similarity for an automatic SIMILAR_TO edge.")
     similar_to_limit: int = Field(5, ge=0, le=50, description="Most SIMILAR_TO edges made per memory (0 = off).")
     similar_to_defer_backlog: int = Field(1000, ge=0, description="While more memories than this are accepted but not yet recallable, SIMILAR_TO linking waits (the write path gets the CPU; 0 = never wait).")
+    similar_to_defer_quiet_ms: int = Field(250, ge=0, le=60_000, description="SIMILAR_TO linking also waits until no write has been queued for this long, so a stream of single writes keeps the CPU (0 = only the backlog bound applies).")
     similar_to_defer_max_s: float = Field(300.0, ge=0, le=540, description="Longest one SIMILAR_TO message waits for the write backlog to fall before it runs anyway.")
     scope_tag_prefixes: str = Field("conversation,session,channel,thread,slack:channel,slack:thread", description="Tags that name a scope for PRECEDED_BY chains and duplicate detection (comma list; a tag matches a prefix followed by end, ':', '_', '-' or '/').")
     summary_min_chars: int = Field(600, ge=1, description="Content longer than this gets a stored summary.")

@@ -6,6 +6,7 @@ validated and normalised, so a redelivered message writes exactly the same thing
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -56,12 +57,15 @@ def tag_prefixes(tags: list[str]) -> list[str]:
     ``slack:channel:general`` → ``slack``, ``slack:channel``, ``slack:channel:general``; a
     prefix filter then becomes an exact membership test that a keyword index serves.
     """
-    seen: dict[str, None] = {}
-    for tag in tags:
-        parts = tag.lower().split(":")
-        for end in range(1, len(parts) + 1):
-            seen.setdefault(":".join(parts[:end]), None)
-    return list(seen)
+    return list(dict.fromkeys(prefix for tag in tags for prefix in _prefixes_of(tag)))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _prefixes_of(tag: str) -> tuple[str, ...]:
+    # Tags repeat across memories (a channel, a user, a source), and every write computes
+    # these for the graph and again for the vector payload: a lookup instead of a split-join.
+    parts = tag.lower().split(":")
+    return tuple(":".join(parts[:end]) for end in range(1, len(parts) + 1))
 
 
 def parse_timestamp(value: Any, field_name: str) -> datetime:
@@ -183,10 +187,17 @@ def _format_pydantic_error(exc: PydanticValidationError) -> str:
 
 def _depth(value: Any, level: int = 1) -> int:
     if isinstance(value, dict):
-        return max([level] + [_depth(v, level + 1) for v in value.values()])
-    if isinstance(value, list):
-        return max([level] + [_depth(v, level + 1) for v in value])
-    return level
+        children = value.values()
+    elif isinstance(value, list):
+        children = value
+    else:
+        return level
+    # Recurse into containers only: a call per scalar was most of validating a Slack memory.
+    deepest = level + 1 if children else level
+    for child in children:
+        if isinstance(child, (dict, list)):
+            deepest = max(deepest, _depth(child, level + 1))
+    return deepest
 
 
 def _has_nul(value: Any) -> bool:
@@ -248,7 +259,9 @@ def _check_metadata(metadata: dict[str, Any], limits: Limits) -> dict[str, Any]:
         raise ValidationError(f"metadata: {len(encoded)} bytes exceeds the limit of {limits.max_metadata_bytes}")
     if _depth(metadata) > limits.max_metadata_depth:
         raise ValidationError(f"metadata: nested deeper than {limits.max_metadata_depth} levels")
-    if _has_nul(metadata):  # the graph cannot store it (FalkorDB's parameters stop at NUL)
+    # The graph cannot store a NUL (FalkorDB's parameters stop at it). The encoding writes any
+    # NUL as \u0000, so a byte search clears nearly every body without walking it.
+    if b"\\u0000" in encoded and _has_nul(metadata):
         raise ValidationError("metadata: NUL bytes are not allowed (in a key or a value)")
     return metadata
 

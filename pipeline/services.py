@@ -161,7 +161,7 @@ class Services:
 
     @property
     def tracker(self) -> PipelineTracker:
-        return self._lazy("_tracker", lambda: PipelineTracker(self.broker_redis))
+        return self._lazy("_tracker", lambda: PipelineTracker(self.broker_redis, self.settings.similar_to_defer_quiet_ms))
 
     # --- enrichment ------------------------------------------------------------------
     @property

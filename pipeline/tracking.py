@@ -9,6 +9,9 @@ the last stage finishes. Keys:
 - ``mempipe:tombstone:<id>`` — set by a delete so a persist still in flight is skipped.
 - ``mempipe:inflight`` — set of the ids with a pending hash, so backpressure can read the
   backlog in O(1) (kept in step with the hashes, in the same pipelines).
+- ``mempipe:arriving`` — set with a short expiry each time writes are queued: while it
+  exists, writes are streaming in (background work such as SIMILAR_TO yields to them). The
+  expiry runs on the broker's clock, so processes on different machines agree on it.
 - channel ``mempipe:done`` — one JSON message per finished batch: ``{"ids", "op", "state"}``
   (one message for a whole batch: each message costs every subscribed web process a parse).
 """
@@ -24,6 +27,7 @@ PENDING_PREFIX = "mempipe:pending:"
 TOMBSTONE_PREFIX = "mempipe:tombstone:"
 DONE_CHANNEL = "mempipe:done"
 INFLIGHT_KEY = "mempipe:inflight"
+ARRIVING_KEY = "mempipe:arriving"
 TOMBSTONE_TTL_SECONDS = 7 * 24 * 3600
 
 QUEUED, PERSISTED, EMBEDDED, RECALLABLE, DELETED, UPDATED = (
@@ -51,9 +55,10 @@ def tombstone_key(memory_id: str) -> str:
 class PipelineTracker:
     """Synchronous view used by actors (and the API's read side)."""
 
-    def __init__(self, client: redis.Redis):
+    def __init__(self, client: redis.Redis, arrival_window_ms: int = 250):
         self._redis = client
         self._advance_script = client.register_script(_ADVANCE_IF_PENDING)
+        self._arrival_window_ms = arrival_window_ms
 
     def mark_queued(self, records: Iterable[dict[str, Any]], *, clear_tombstones: bool = False) -> None:
         """Pending state for each record (and, for a new write, any old delete's tombstone cleared)."""
@@ -64,7 +69,13 @@ class PipelineTracker:
         for record in records:
             pipe.hset(pending_key(record["id"]), mapping={"state": QUEUED, "record": orjson.dumps(record)})
             pipe.sadd(INFLIGHT_KEY, record["id"])
+        if records and self._arrival_window_ms > 0:
+            pipe.set(ARRIVING_KEY, 1, px=self._arrival_window_ms)
         pipe.execute()
+
+    def writes_arriving(self) -> bool:
+        """Were writes queued within the last ``arrival_window_ms``?"""
+        return bool(self._redis.exists(ARRIVING_KEY))
 
     def advance(self, memory_ids: Iterable[str], state: str) -> None:
         """Record a stage reached, for memories still pending (a finished one stays finished)."""

@@ -40,6 +40,9 @@ class VectorRouter:
     def search(self, query: VectorQuery) -> list[VectorHit]:
         return self.live().search(query)
 
+    def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
+        return self.live().search_many(queries)
+
     def count(self) -> int:
         return self.live().count()
 

@@ -76,6 +76,7 @@ class VectorStore(Protocol):
     def delete(self, memory_ids: list[str]) -> None: ...
     def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None: ...
     def search(self, query: VectorQuery) -> list[VectorHit]: ...
+    def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]: ...  # one call, hits per query
     def count(self) -> int: ...
     def ping(self) -> bool: ...
     def maintain(self) -> None: ...
@@ -225,6 +226,20 @@ class EdgeVectorStore:
             hits = run(exclusions=True)
         return [VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload)) for h in hits]
 
+    def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
+        """Many searches in one call: measured here at 12k unindexed points, half the CPU per
+        search of one call each (the engine scans the segment once for the whole batch)."""
+        if not queries:
+            return []
+        qe = self._qe
+        requests = [
+            qe.QueryRequest(limit=q.limit, query=qe.Query.Nearest(q.vector), filter=self._filter(q),
+                            with_payload=True if q.with_payload else qe.PayloadSelector.Include(["memory_id"]))
+            for q in queries
+        ]
+        results = self._shard.query_batch(qe.QueryBatchRequest(requests))
+        return [[VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload)) for h in hits] for hits in results]
+
     def count(self) -> int:
         return int(self._shard.count(self._qe.CountRequest(exact=True)))
 
@@ -369,6 +384,17 @@ class QdrantServerVectorStore:
             with_payload=True if query.with_payload else ["memory_id"],
         )
         return [VectorHit(p.payload["memory_id"], float(p.score), p.payload) for p in response.points]
+
+    def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
+        if not queries:
+            return []
+        requests = [
+            self._models.QueryRequest(query=q.vector, limit=q.limit, filter=self._filter(q),
+                                      with_payload=True if q.with_payload else ["memory_id"])
+            for q in queries
+        ]
+        responses = self._client.query_batch_points(self._collection, requests=requests)
+        return [[VectorHit(p.payload["memory_id"], float(p.score), p.payload) for p in r.points] for r in responses]
 
     def count(self) -> int:
         return int(self._client.count(self._collection, exact=True).count)

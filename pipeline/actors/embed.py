@@ -38,4 +38,6 @@ def embed_memories(items: list[dict[str, Any]]) -> None:
             for item, vector in zip(chunk, embedder.embed([item["text"] for item in chunk])):
                 item.setdefault("vectors_f32", {})[spec.name] = pack_vector(vector)
     svc.tracker.advance([item["id"] for item in items if item.get("op") != "migrate"], EMBEDDED)
+    for item in items:
+        item.pop("text", None)  # embedded: the vector stage reads the payload (content included), not this copy
     index_vectors.send(items)

@@ -90,6 +90,24 @@ def test_vector_store_contract(vectors):
     assert "a" not in ids(vectors.search(everything))
 
 
+def test_search_many_answers_each_query_as_search_does(vectors):
+    vectors.upsert([point(f"m{i}", i, ["slack"] if i % 2 else ["misc"]) for i in range(6)])
+    queries = [
+        VectorQuery(unit(1), 3, with_payload=False),
+        VectorQuery(unit(4), 2),
+        VectorQuery(unit(0), 5, Scope(TagFilter(("slack",)))),
+    ]
+    batched = vectors.search_many(queries)
+    assert len(batched) == 3
+    for query, hits in zip(queries, batched):
+        one = vectors.search(query)
+        assert ids(hits) == ids(one)
+        assert [h.score for h in hits] == pytest.approx([h.score for h in one])
+        assert [h.payload for h in hits] == [h.payload for h in one]
+    assert ids(batched[0])[0] == "m1" and set(ids(batched[2])) == {"m1", "m3", "m5"}
+    assert vectors.search_many([]) == []
+
+
 def test_edge_reads_points_written_before_packed_payloads(tmp_path):
     store = EdgeVectorStore(str(tmp_path / "shard"), SIZE)
     store.ensure_collection()

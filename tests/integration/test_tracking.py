@@ -57,3 +57,16 @@ def test_waiter_wakes_every_id_of_a_batch_message(broker_url):
 
     events = asyncio.run(scenario())
     assert events == [{"id": "x", "op": "store", "state": RECALLABLE}, {"id": "y", "op": "store", "state": RECALLABLE}]
+
+
+def test_queued_writes_mark_arrivals_that_expire_on_the_broker(broker_url):
+    client = redis.Redis.from_url(broker_url)
+    tracker = PipelineTracker(client, arrival_window_ms=300)
+    assert not tracker.writes_arriving()
+    tracker.mark_queued([{"id": "w1", "content": "x"}])
+    assert tracker.writes_arriving()
+    assert 0 < client.pttl("mempipe:arriving") <= 300
+    silent = PipelineTracker(client, arrival_window_ms=0)  # 0: arrivals are not recorded
+    client.delete("mempipe:arriving")
+    silent.mark_queued([{"id": "w2", "content": "y"}])
+    assert not silent.writes_arriving()

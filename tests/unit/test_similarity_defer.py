@@ -15,3 +15,17 @@ def test_bounded_wait_and_off_switch():
     assert yield_to_writes(lambda: 10**6, 1000, 1.0, sleep=slept.append) == 1.0  # runs anyway after the bound
     assert yield_to_writes(lambda: 10**6, 0, 60, sleep=slept.append) == 0.0  # 0: never waits
     assert yield_to_writes(lambda: 999, 1000, 60, sleep=slept.append) == 0.0
+
+
+def test_waits_while_writes_keep_arriving_even_with_a_small_backlog():
+    arriving = iter([True, True, False])
+    slept: list[float] = []
+    waited = yield_to_writes(lambda: 3, 1000, 60, sleep=slept.append, arriving=lambda: next(arriving))
+    assert waited == 0.5 and len(slept) == 2
+
+
+def test_a_stuck_backlog_below_the_bound_holds_nothing_once_writes_stop():
+    # Dead-lettered writes stay "in flight"; without arrivals they must not delay linking.
+    slept: list[float] = []
+    assert yield_to_writes(lambda: 7, 1000, 60, sleep=slept.append, arriving=lambda: False) == 0.0
+    assert yield_to_writes(lambda: 7, 0, 0.5, sleep=slept.append, arriving=lambda: True) == 0.5  # still bounded
