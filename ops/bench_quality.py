@@ -190,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                 stack.start_web(timeout=300)
                 with stack.client(timeout=120) as api:
                     report["variants"].append({"settings": settings, **recall_all(api, conversations)})
+                print(comparison([report["variants"][-1]]).splitlines()[-1], flush=True)  # a long run shows progress
         finally:
             stack.stop()
             servers.stop()
