@@ -30,16 +30,38 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo
 KS = (1, 5, 10)
 
 
-def ingest(api: httpx.Client, conversations: list[tuple[str, dict]]) -> int:
-    bodies = [body for name, data in conversations for body in turns(name, data)]
+BATCH = 200
 
-    def send(chunk: list[dict]) -> None:
-        for body in chunk:
-            api.post("/memory", params={"wait": "false"}, json=body).raise_for_status()
+
+def ingest(api: httpx.Client, conversations: list[tuple[str, dict]]) -> int:
+    """Each conversation's turns in order, in batches, as a chat import sends them.
+
+    A session's turns share one timestamp; the order of a batch (and of batches sent one after
+    another) is what tells the engine which turn follows which. Conversations go in parallel.
+    """
+    def send(bodies: list[dict]) -> int:
+        for start in range(0, len(bodies), BATCH):
+            while True:
+                response = api.post("/memory/batch", json={"memories": bodies[start:start + BATCH]})
+                if response.status_code != 429:  # backpressure: wait as a client should
+                    break
+                time.sleep(float(response.headers.get("Retry-After") or 1))
+            response.raise_for_status()
+        return len(bodies)
 
     with ThreadPoolExecutor(4) as pool:
-        list(pool.map(send, [bodies[i::4] for i in range(4)]))
-    return len(bodies)
+        return sum(pool.map(send, [list(turns(name, data)) for name, data in conversations]))
+
+
+def wait_settled(api: httpx.Client, timeout: float = 1800) -> None:
+    """Until every pipeline queue (enrichment included: it writes PRECEDED_BY) is empty."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queues = api.get("/health").json().get("queues") or {}
+        if not any(queues.values()):
+            return
+        time.sleep(1)
+    raise TimeoutError(f"queues not drained after {timeout}s: {queues}")
 
 
 def wait_indexed(api: httpx.Client, expected: int, timeout: float = 1800) -> None:
@@ -86,23 +108,45 @@ def table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def run(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict:
+def load_all(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict:
     started = time.perf_counter()
     count = ingest(api, conversations)
     wait_indexed(api, count)
-    ingest_s = time.perf_counter() - started
+    wait_settled(api)
+    return {"memories": count, "ingest_seconds": round(time.perf_counter() - started, 1)}
+
+
+def recall_all(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict:
     qs = [q for name, data in conversations for q in questions(name, data)]
     started = time.perf_counter()
     rows = [(q.category, score_question(api, q, max(KS))) for q in qs]
     recall_s = time.perf_counter() - started
     return {
-        "memories": count,
         "questions": len(qs),
-        "ingest_seconds": round(ingest_s, 1),
         "recall_seconds": round(recall_s, 1),
         "mean_recall_ms": round(recall_s / max(1, len(qs)) * 1000, 1),
         "summary": aggregate(rows),
     }
+
+
+def run(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict:
+    return {**load_all(api, conversations), **recall_all(api, conversations)}
+
+
+def comparison(variants: list[dict]) -> str:
+    """One line per variant: recall@5 / recall@10 per category and overall, MRR."""
+    names = [c for c in SCORED_CATEGORIES.values()] + ["overall"]
+    lines = ["| settings | " + " | ".join(names) + " | MRR | mean recall |", "|---" * (len(names) + 3) + "|"]
+    for variant in variants:
+        summary = variant["summary"]
+        cells = [f"{summary[n]['recall@5']:.3f} / {summary[n]['recall@10']:.3f}" if n in summary else "-" for n in names]
+        label = " ".join(f"{k}={v}" for k, v in variant["settings"].items()) or "(defaults)"
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {summary['overall']['mrr']:.3f} | {variant['mean_recall_ms']} ms |")
+    return "\n".join(lines)
+
+
+def _settings(items: list[str]) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in items)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit-conversations", type=int)
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the stack this command starts (repeatable), e.g. RECALL_KEYWORD_SEARCH=always")
+    parser.add_argument("--variant", action="append", default=[], metavar="'NAME=VALUE …'",
+                        help="after the run, restart only the web process with these settings (on top of --env) and "
+                             "recall again over the same ingest (repeatable); prints one comparison table")
     args = parser.parse_args(argv)
     conversations = load(args.data)[: args.limit_conversations]
 
@@ -125,13 +172,25 @@ def main(argv: list[str] | None = None) -> int:
         from tests.stack import Servers, Stack
 
         servers = Servers.start(Path(tempfile.mkdtemp(prefix="mempipe-quality-")))
-        overrides = dict(item.split("=", 1) for item in args.env)
+        overrides = _settings(args.env)
         stack = Stack.create(servers, EMBEDDING_PROVIDER=args.provider, **overrides)
         try:
             stack.start_web(timeout=300)
             stack.start_worker(threads=2)
+            stack.start_enrich_worker()  # as ops.serve runs it: tags entities, chains scopes
             with stack.client(timeout=120) as api:
                 report = run(api, conversations)
+            report["variants"] = []
+            base_env = dict(stack.extra_env)
+            for variant in args.variant:
+                settings = _settings(variant.split())
+                stack.web.terminate()
+                stack.web.wait(30)
+                stack.extra_env = {**base_env, **settings}
+                stack.start_web(timeout=300)
+                with stack.client(timeout=120) as api:
+                    report["variants"].append({"settings": settings, **recall_all(api, conversations)})
+                print(comparison([report["variants"][-1]]).splitlines()[-1], flush=True)  # a long run shows progress
         finally:
             stack.stop()
             servers.stop()
@@ -144,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table(report["summary"]))
     print(f"\n{report['memories']} memories, {report['questions']} questions; ingest {report['ingest_seconds']} s, "
           f"mean recall {report['mean_recall_ms']} ms ({args.provider} provider)")
+    if report.get("variants"):
+        print("\nrecall@5 / recall@10 over the same ingest:\n")
+        print(comparison([{"settings": {}, **report}] + report["variants"]))
     return 0
 
 

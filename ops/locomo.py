@@ -1,6 +1,6 @@
 """LoCoMo conversations as memories and questions (see shared/data/README.md for the method).
 
-Each turn becomes one memory: content ``"<speaker>: <text>"`` (plus the caption of a shared
+Each turn becomes one memory (sent in conversation order, see ``ops.bench_quality``): content ``"<speaker>: <text>"`` (plus the caption of a shared
 image), the session's date-time as timestamp, tags naming the conversation, session and
 speaker, and the turn's ``dia_id`` in metadata. Ids are derived from the turn, so loading
 twice stores each turn once.
@@ -38,7 +38,9 @@ def parse_session_time(value: str) -> str:
 
 
 def conversation_tag(conversation: str) -> str:
-    return f"locomo:{conversation}"
+    # "conversation:…" names a scope (SCOPE_TAG_PREFIXES), so enrichment chains the turns by
+    # PRECEDED_BY as it would any chat; so does the session tag below, which starts with it
+    return f"conversation:locomo-{conversation}"
 
 
 def turns(conversation: str, data: dict) -> Iterator[dict]:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.errors import MempipeError, ValidationError
-from pipeline.records import Limits, MemoryRecord, build_new_record, now_utc
+from pipeline.records import Limits, MemoryRecord, arrival_of, build_new_record, now_utc
 
 ACCEPTED, UNCHANGED, ERROR = "accepted", "unchanged", "error"
 
@@ -67,6 +67,7 @@ def validate_batch(items: list[Any], limits: Limits, *, now: datetime | None = N
     for index, body in enumerate(items):
         try:
             record = build_new_record(body, limits, now=now)
+            record.arrival = arrival_of(now, index)  # one clock reading for the batch: its order breaks ties
             given = isinstance(body, dict) and body.get("timestamp") is not None
             batch.items.append(BatchItem(index, record=record, timestamp_given=given))
         except ValidationError as exc:

@@ -135,6 +135,7 @@ class Settings(BaseSettings):
     recall_keyword_search: Literal["fill", "always"] = Field("fill", description="fill: full-text search only to fill slots vector search left open (the spec's sequential search); always: on every text query, its matches ranked by BM25 and given their vector score (better recall, about twice the latency at 100k memories; pair with SEARCH_WEIGHT_LEXICAL=0.1).")
     recall_keyword_per_result: int = Field(2, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short).")
     recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
+    recall_neighbour_seeds: int = Field(0, ge=0, le=100, description="With a text query: the memories just before and after (PRECEDED_BY) this many nearest vector hits join the candidates (0 = off).")
     recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
     recall_metadata_min_match: float = Field(0.5, ge=0, le=1, description="Share of query keywords the metadata must contain for the sidecar to admit a memory.")
     recall_concurrent_reads: bool = Field(False, description="Run recall's independent store reads on helper threads (metadata sidecar alongside the vector search, relation prefetch alongside scoring). Off by default: on a saturated 2-core machine the thread hand-offs and GIL contention cost more than the overlap saves.")
@@ -168,6 +169,7 @@ class Settings(BaseSettings):
     search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
     search_weight_lexical: float = Field(0.0, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off; 0.1 with RECALL_KEYWORD_SEARCH=always).")
+    search_weight_neighbour: float = Field(0.0, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off).")
 
     # --- Slack ingestion -------------------------------------------------------------
     slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")

@@ -78,7 +78,7 @@ def metadata_search_text(metadata: dict[str, Any]) -> str:
     return "\n".join(dict.fromkeys(values))[:_METADATA_TEXT_MAX_CHARS]
 
 
-_STORAGE_ONLY = ("metadata_json", "metadata_text", "timestamp_epoch", "updated_epoch")
+_STORAGE_ONLY = ("metadata_json", "metadata_text", "timestamp_epoch", "updated_epoch", "arrival")
 
 
 def memory_from_node(props: dict[str, Any]) -> dict[str, Any]:
@@ -257,9 +257,11 @@ class GraphStore:
 
     # --- writes ----------------------------------------------------------------------
     def upsert_memories(self, records: Iterable[MemoryRecord]) -> None:
-        rows = [{"id": r.id, "props": node_properties(r.to_message())} for r in records]
+        rows = [{"id": r.id, "props": node_properties(r.to_message()), "arrival": r.arrival} for r in records]
         if rows:
-            self._query("UNWIND $rows AS row MERGE (m:Memory {id: row.id}) SET m += row.props", {"rows": rows})
+            # arrival is kept from the first write: a retry or an update must not reorder the chain
+            self._query("UNWIND $rows AS row MERGE (m:Memory {id: row.id}) SET m += row.props, "
+                        "m.arrival = coalesce(m.arrival, row.arrival)", {"rows": rows})
 
     def link_threads(self, records: Iterable[MemoryRecord]) -> None:
         """``PART_OF`` edges from replies to their thread roots (see ``pipeline.threads``)."""

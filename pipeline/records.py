@@ -40,6 +40,11 @@ def iso(dt: datetime) -> str:
     return dt.astimezone(timezone.utc).isoformat()
 
 
+def arrival_of(moment: datetime, index: int = 0) -> int:
+    """The acceptance order key of the ``index``-th item accepted at ``moment``."""
+    return int(moment.timestamp() * 1_000_000) + index
+
+
 def new_memory_id() -> str:
     return str(uuid.uuid4())
 
@@ -144,6 +149,10 @@ class MemoryRecord:
     t_valid: str | None = None
     t_invalid: str | None = None
     embedding: list[float] | None = None
+    # Order of acceptance (microseconds since the epoch, plus the item's index in its batch):
+    # breaks timestamp ties in a scope's PRECEDED_BY chain, so a batch of chat turns sharing one
+    # timestamp keeps the order it was sent in. Stored once, on the memory's first write.
+    arrival: int | None = None
 
     @property
     def tag_prefixes(self) -> list[str]:
@@ -164,6 +173,7 @@ class MemoryRecord:
             "t_valid": self.t_valid,
             "t_invalid": self.t_invalid,
             "embedding": self.embedding,
+            "arrival": self.arrival,
         }
 
     @classmethod
@@ -175,6 +185,7 @@ class MemoryRecord:
         view = self.to_message()
         view.pop("embedding")
         view.pop("type_source")
+        view.pop("arrival")
         view["tag_prefixes"] = self.tag_prefixes
         return view
 
@@ -325,6 +336,7 @@ def build_new_record(body: Any, limits: Limits, *, now: datetime | None = None) 
         t_valid=_optional_time(fields.t_valid, "t_valid"),
         t_invalid=_optional_time(fields.t_invalid, "t_invalid"),
         embedding=_check_embedding(fields.embedding, limits),
+        arrival=arrival_of(now),
     )
 
 

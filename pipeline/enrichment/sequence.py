@@ -3,8 +3,10 @@
 Finding "the memory just before this one in scope S" in the graph costs a scan of S (FalkorDB
 picks one index per pattern, and a long Slack channel has 100k members). So each scope keeps
 an ordered index beside the graph: a Redis sorted set on the broker, score = timestamp,
-member = memory id (equal timestamps order by id, as Redis orders equal scores). It is derived
-data: a scope whose set is missing is rebuilt from the graph before it is used.
+member = the memory's arrival (its order of acceptance, zero-padded) then its id. Redis orders
+equal scores by member, so memories sharing a timestamp — a batch of chat turns imported with
+their session's time — chain in the order they were sent. It is derived data: a scope whose set
+is missing is rebuilt from the graph before it is used.
 
 Memories may arrive out of order (imports, retries), so inserting M between P and N links
 M→P and N→M and drops N's old edge to P. Work on one scope is serialised by a short Redis
@@ -20,7 +22,7 @@ import redis
 
 from pipeline.graph import GraphStore
 
-_KEY_PREFIX = "mempipe:scope:"
+_KEY_PREFIX = "mempipe:scope2:"  # 2: members carry the arrival (sets of bare ids are rebuilt)
 _LOCK_PREFIX = "mempipe:lock:scope:"
 _CANDIDATES = 5  # neighbours fetched per side, in case some were deleted since
 
@@ -66,6 +68,14 @@ class Placed:
     timestamp_epoch: float
 
 
+def _member(memory_id: str, arrival: int | None) -> str:
+    return f"{arrival or 0:020d}|{memory_id}"
+
+
+def _memory_id(member: bytes) -> str:
+    return member.decode()[21:]
+
+
 def _key(scope: str) -> str:
     # Tags are free text: hash them into a bounded, safe key.
     return _KEY_PREFIX + hashlib.blake2b(scope.encode(), digest_size=16).hexdigest()
@@ -82,9 +92,9 @@ class SequenceLinker:
         if self._redis.exists(key):
             return
         rows = self._graph.run_read(
-            "MATCH (m:Memory) WHERE $scope IN m.tags RETURN m.id, m.timestamp_epoch", {"scope": scope}
+            "MATCH (m:Memory) WHERE $scope IN m.tags RETURN m.id, m.timestamp_epoch, m.arrival", {"scope": scope}
         )
-        members = {row[0]: float(row[1] or 0.0) for row in rows}
+        members = {_member(row[0], row[2]): float(row[1] or 0.0) for row in rows}
         if members:
             self._redis.zadd(key, members)
 
@@ -93,37 +103,44 @@ class SequenceLinker:
         by_scope: dict[str, list[Placed]] = {}
         for item in placed:
             by_scope.setdefault(item.scope, []).append(item)
+        members = _current_members(self._graph, sorted({i.memory_id for i in placed}))
         written = 0
         for scope, items in sorted(by_scope.items()):
             key = _key(scope)
             with self._redis.lock(_LOCK_PREFIX + key[len(_KEY_PREFIX):], timeout=self._lock_timeout_s,
                                   blocking_timeout=self._lock_timeout_s):
                 self._ensure_index(scope, key)
-                self._redis.zadd(key, {i.memory_id: i.timestamp_epoch for i in items})
-                written += self._link_scope(scope, key, items, at, epoch)
+                items = [i for i in items if i.memory_id in members]  # deleted since
+                self._redis.zadd(key, {members[i.memory_id]: i.timestamp_epoch for i in items})
+                written += self._link_scope(scope, key, items, members, at, epoch)
         return written
 
-    def _link_scope(self, scope: str, key: str, items: list[Placed], at: str, epoch: float) -> int:
+    def _link_scope(self, scope: str, key: str, items: list[Placed], members: dict[str, str], at: str,
+                    epoch: float) -> int:
+        if not items:
+            return 0
         pipe = self._redis.pipeline(transaction=False)
         for item in items:
-            self._neighbours(keys=[key], args=[item.memory_id, _CANDIDATES], client=pipe)
+            self._neighbours(keys=[key], args=[members[item.memory_id], _CANDIDATES], client=pipe)
         neighbours = pipe.execute()
         candidates = {m.decode() for before, after in neighbours for m in before + after}
-        alive = _existing(self._graph, sorted(candidates))
-        gone = candidates - alive
-        if gone:  # deleted since they were indexed
+        current = _current_members(self._graph, sorted({m[21:] for m in candidates}))
+        # deleted since they were indexed, or deleted and written again (a new arrival)
+        gone = {m for m in candidates if current.get(m[21:]) != m}
+        if gone:
             self._redis.zrem(key, *gone)
         rows = []
         for item, (before, after) in zip(items, neighbours):
-            prev = next((m.decode() for m in reversed(before) if m.decode() in alive), None)
-            nxt = next((m.decode() for m in after if m.decode() in alive), None)
+            prev = next((_memory_id(m) for m in reversed(before) if m.decode() not in gone), None)
+            nxt = next((_memory_id(m) for m in after if m.decode() not in gone), None)
             rows.append({"id": item.memory_id, "scope": scope, "prev": prev, "next": nxt})
         self._graph.run_write(_LINK, {"rows": rows, "at": at, "epoch": epoch})
         return len(rows)
 
 
-def _existing(graph: GraphStore, memory_ids: list[str]) -> set[str]:
+def _current_members(graph: GraphStore, memory_ids: list[str]) -> dict[str, str]:
+    """The sorted-set member each existing memory should have now."""
     if not memory_ids:
-        return set()
-    rows = graph.run_read("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id", {"ids": memory_ids})
-    return {row[0] for row in rows}
+        return {}
+    rows = graph.run_read("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, m.arrival", {"ids": memory_ids})
+    return {row[0]: _member(row[0], row[1]) for row in rows}

@@ -62,6 +62,8 @@ class RecallEngine:
             keyword_mode=settings.recall_keyword_search,
             keyword_read=settings.recall_keyword_read,
             keyword_per_result=settings.recall_keyword_per_result,
+            neighbour_weight=settings.search_weight_neighbour,
+            neighbour_seeds=settings.recall_neighbour_seeds,
             metadata_enabled=settings.recall_metadata_search_enabled,
             metadata_min_match=settings.recall_metadata_min_match,
             relevance_gate=settings.recall_relevance_gate,

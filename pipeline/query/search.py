@@ -21,6 +21,7 @@ from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.lexical import PoolBM25
+from pipeline.query.neighbours import adjacent_pairs, apply_neighbour_bonus, memories_around
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -44,6 +45,8 @@ class SearchPolicy:
     entity_score: float
     keyword_read: int = 0
     keyword_per_result: int = 2
+    neighbour_weight: float = 0.0
+    neighbour_seeds: int = 0
     lexical: PoolBM25 = field(default_factory=PoolBM25)
 
     def fetch_size(self, limit: int, scoped: bool) -> int:
@@ -116,6 +119,10 @@ class QuerySearch:
         if scoped and ctx.vector_status.enabled:
             ctx.pool_size_hint = (ctx.pool_size_hint or 0) + len(pool)
         seen = seen_vector = {c.id for c in pool}
+        around = None
+        if text and self._policy.neighbour_seeds > 0 and pool:  # read while the keyword search runs
+            around = self._soon(memories_around, self._sources.graph,
+                                [c.id for c in pool[: self._policy.neighbour_seeds]])
         always = self._policy.keyword_mode == "always"
         if text and (always or len(pool) < request.limit):
             # "fill" tops the pool up to the fetch size; "always" also brings its own share, a few
@@ -126,6 +133,13 @@ class QuerySearch:
                 slots = max(slots, min(fetch, request.limit * self._policy.keyword_per_result))
             found = self._sources.keyword(keywords, ctx.scope, slots, text, self._policy.lexical, self._policy.keyword_read)
             pool += [c for c in found if c.id not in seen]
+            seen = {c.id for c in pool}
+        if around is not None:
+            try:
+                pool += [Candidate(m, "neighbour", "graph", query=text) for m in around.result()
+                         if m["id"] not in seen and in_scope(m, ctx.scope)]
+            except Exception as exc:  # a refinement: the pool stands without it
+                log.warning("neighbouring memories not read: %s", exc)
             seen = {c.id for c in pool}
         if sidecar is not None:
             by_id = {c.id: c for c in pool}
@@ -225,9 +239,17 @@ class QuerySearch:
         keywords = extract_keywords(text)
         pool = self._gather(request, ctx, keywords, sort)
         fetched = self._add_priority(pool, ctx, text) if ctx.profile.priority_ids else 0
+        pairs = None
+        if text and sort == "score" and self._policy.neighbour_weight > 0:  # read while the state check runs
+            pairs = self._soon(adjacent_pairs, self._sources.graph, [c.id for c in pool])
         pool = self.apply_state(pool, ctx)
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
+        if pairs is not None:
+            try:
+                apply_neighbour_bonus(rows, pairs.result(), self._policy.neighbour_weight)
+            except Exception as exc:  # a ranking refinement: recall answers without it
+                log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
         order_rows(rows, sort)
         return rows, fetched
 

@@ -352,6 +352,38 @@ def test_preceded_by_chain_under_concurrent_out_of_order_writes(api):
     wait_until(chain_ok, timeout=30, message="exact PRECEDED_BY chain")
 
 
+def test_preceded_by_breaks_timestamp_ties_by_arrival_order(api):
+    """A chat import: a session's turns share one timestamp; the order they were sent is the chain.
+
+    Ids are chosen so that their lexical order (turn-1, turn-10, turn-2, …) is not the sending
+    order, and the turns come in two batches, the second sent after the first.
+    """
+    session = f"session:{uuid.uuid4().hex[:8]}"
+    when = datetime(2024, 7, 1, 13, 56, tzinfo=timezone.utc).isoformat()
+    ids = [f"{session}-turn-{n}" for n in range(1, 13)]
+    bodies = [{"id": i, "content": f"turn {n} of the session", "tags": [session], "timestamp": when}
+              for n, i in enumerate(ids, 1)]
+    for chunk in (bodies[:7], bodies[7:]):
+        response = api.post("/memory/batch", json={"memories": chunk})
+        assert response.status_code == 201, response.text
+    for memory_id in ids:
+        enriched(api, memory_id)
+
+    def previous(memory_id):
+        return [r["id"] for r in related(api, memory_id, relationship_types="PRECEDED_BY") if r["direction"] == "outgoing"]
+
+    wait_until(lambda: all(previous(ids[n]) == [ids[n - 1]] for n in range(1, len(ids))), timeout=30,
+               message="chain in sending order")
+    assert previous(ids[0]) == []
+    # a later update keeps the memory's place: arrival is set once
+    before = enriched(api, ids[0])["enriched_at"]
+    assert api.patch(f"/memory/{ids[0]}", json={"content": "turn 1, edited"}).status_code in (200, 202)
+    wait_until(lambda: api.get(f"/memory/{ids[0]}").json()["memory"].get("enriched_at") not in (None, before),
+               message="edited turn re-enriched")
+    assert previous(ids[1]) == [ids[0]] and previous(ids[0]) == []
+    assert "arrival" not in api.get(f"/memory/{ids[0]}").json()["memory"]  # bookkeeping, not shown
+
+
 def test_enrichment_that_keeps_failing_is_dead_lettered_and_counted(servers):
     stack = Stack.create(servers, actor_max_retries="1", spacy_model="no_such_spacy_model")
     stack.start_web()

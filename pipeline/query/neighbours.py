@@ -1,0 +1,65 @@
+"""Neighbouring turns: a candidate next to a strong match in its scope gains a share of its score.
+
+In a conversation the answer to a question is often spread over consecutive turns ("Did you
+go?" / "Yes, last Sunday"), and only one of them looks like the question. Enrichment chains
+each scope's memories by ``PRECEDED_BY`` (timestamp order, ties in order of arrival), so for
+every pair of candidates adjacent in such a chain the lower one is raised by
+``SEARCH_WEIGHT_NEIGHBOUR`` × the higher one's score. Only pairs inside the candidate pool
+count; ``RECALL_NEIGHBOUR_SEEDS`` brings into the pool the turns just before and after the
+nearest vector hits (scored like any other candidate, with their own similarity). Scores
+before the bonus are used, so a bonus never propagates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.graph import GraphStore, memory_from_row, memory_projection
+from pipeline.query.response import Scored
+
+# A fixed relation type; ids are parameters. Both directions are found from the pool's side.
+_ADJACENT = (
+    "UNWIND $ids AS id "
+    "MATCH (a:Memory {id: id})-[:PRECEDED_BY]->(b:Memory) "
+    "WHERE b.id IN $ids "
+    "RETURN DISTINCT a.id, b.id"
+)
+
+
+_AROUND = (
+    "UNWIND $ids AS id "
+    "MATCH (a:Memory {id: id})-[:PRECEDED_BY]-(b:Memory) "
+    "WHERE NOT b.id IN $ids "
+    f"RETURN DISTINCT {memory_projection('b')}"
+)
+
+
+def memories_around(graph: GraphStore, memory_ids: list[str]) -> list[dict[str, Any]]:
+    """The memories just before and after ``memory_ids`` in their scopes, other than those."""
+    if not memory_ids:
+        return []
+    return [memory_from_row(row[0]) for row in graph.read(_AROUND, {"ids": memory_ids})]
+
+
+def adjacent_pairs(graph: GraphStore, memory_ids: list[str]) -> list[tuple[str, str]]:
+    """(later, earlier) pairs of pool members that follow each other in some scope."""
+    if len(memory_ids) < 2:
+        return []
+    return [(row[0], row[1]) for row in graph.read(_ADJACENT, {"ids": memory_ids})]
+
+
+def apply_neighbour_bonus(rows: list[Scored], pairs: list[tuple[str, str]], weight: float) -> None:
+    """Add ``weight`` × the best adjacent candidate's score to each row (component ``neighbour``)."""
+    if weight <= 0 or not pairs:
+        return
+    base = {row.id: row.score for row in rows}
+    best: dict[str, float] = {}
+    for later, earlier in pairs:
+        if later in base and earlier in base:
+            best[later] = max(best.get(later, 0.0), base[earlier])
+            best[earlier] = max(best.get(earlier, 0.0), base[later])
+    for row in rows:
+        bonus = weight * max(0.0, best.get(row.id, 0.0))
+        if bonus:
+            row.components["neighbour"] = bonus
+            row.score += bonus
