@@ -252,7 +252,12 @@ def test_status_and_reprocess(api):
 
 
 def test_writes_never_wait_for_enrichment(servers):
-    """No enrichment worker at all: writes still answer 201 and are recallable; enrichment waits."""
+    """No enrichment worker at all: writes still answer 201 and are recallable; enrichment waits.
+
+    The waiting work is one small message per write; the enricher, once started, takes the
+    queued run of them in one call (ENRICH_DRAIN_MAX_ITEMS), so NER and the graph writes
+    see one batch.
+    """
     stack = Stack.create(servers)
     stack.start_web()
     stack.start_worker(queues=["persist", "embed"])
@@ -264,10 +269,25 @@ def test_writes_never_wait_for_enrichment(servers):
             assert api.get(f"/memory/{memory_id}").json()["memory"].get("enriched_at") is None
             status = api.get("/enrichment/status").json()
             assert status["pending"] >= 1 and status["queue_size"] >= 1
-            stack.start_enrich_worker()
+            conversation = f"conversation_{uuid.uuid4().hex[:8]}"
+            base = datetime(2024, 7, 1, tzinfo=timezone.utc)
+            turns = [store(api, f"Turn {i}: Rachel asked Tom about Denver", tags=[tag, conversation],
+                           timestamp=(base + timedelta(minutes=i)).isoformat()) for i in range(7)]
+            wait_until(lambda: api.get("/enrichment/status").json()["queue_size"] >= 8, message="one message per write")
+
+            stack.start_enrich_worker(threads=1)
             memory = enriched(api, memory_id)
             assert "entity:people:rachel" in memory["tags"] and "entity:places:denver" in memory["tags"]
+            for turn in turns:
+                assert {"entity:people:rachel", "entity:people:tom"} <= set(enriched(api, turn)["tags"])
             wait_until(lambda: api.get("/enrichment/status").json()["pending"] == 0, message="drained")
+            log = (stack.data_dir / "worker.log").read_text(errors="replace")
+            calls = sum(1 for line in log.splitlines() if '"message processed"' in line and '"enrich_memories"' in line)
+            # 8 messages; the consumer prefetches 2 (threads × 2), the first call drains the rest.
+            assert 1 <= calls <= 3, calls
+            for i, turn in enumerate(turns):
+                out = [r["id"] for r in related(api, turn, relationship_types="PRECEDED_BY") if r["direction"] == "outgoing"]
+                assert out == ([turns[i - 1]] if i else []), i
     finally:
         stack.stop()
 
