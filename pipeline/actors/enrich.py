@@ -52,8 +52,8 @@ def _drain_bound(svc: Services) -> int:
     """How many memories this call may gather from further queued enrich messages.
 
     Messages are as small as the vector batches that sent them (a few ids under single
-    writes), and spaCy costs about a third more per text in batches of 4 than of 64, as
-    does a graph round trip per handful of memories. So a call takes the queued run of
+    writes); spaCy costs 20-55 % more per text in batches of 4 than of 64 here, and each
+    message costs its own graph round trips. So a call takes the queued run of
     enrich messages behind it (``pipeline.drain``). Not while an LLM is configured: its
     calls wait on the network and the rate limit, and one thread draining the queue would
     leave the others idle. A retried message runs alone, so one bad memory cannot keep
