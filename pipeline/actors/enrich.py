@@ -10,9 +10,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import dramatiq
+from dramatiq.middleware import CurrentMessage
 
 from pipeline.actors.context import services
 from pipeline.broker import ENRICH_QUEUE
+from pipeline.drain import draining
 from pipeline.enrichment.classifier import TypeClassifier
 from pipeline.enrichment.enricher import Enricher, EnrichmentPolicy
 from pipeline.enrichment.sequence import SequenceLinker
@@ -46,9 +48,28 @@ def build_enricher(svc: Services) -> Enricher:
     )
 
 
+def _drain_bound(svc: Services) -> int:
+    """How many memories this call may gather from further queued enrich messages.
+
+    Messages are as small as the vector batches that sent them (a few ids under single
+    writes); spaCy costs 20-55 % more per text in batches of 4 than of 64 here, and each
+    message costs its own graph round trips. So a call takes the queued run of
+    enrich messages behind it (``pipeline.drain``). Not while an LLM is configured: its
+    calls wait on the network and the rate limit, and one thread draining the queue would
+    leave the others idle. A retried message runs alone, so one bad memory cannot keep
+    failing its neighbours.
+    """
+    message = CurrentMessage.get_current_message()
+    if message is None or message.options.get("retries", 0) or svc.chat is not None:
+        return 0
+    return svc.settings.enrich_drain_max_items
+
+
 @dramatiq.actor(queue_name=ENRICH_QUEUE)
 def enrich_memories(memory_ids: list[str]) -> None:
-    build_enricher(services()).run(memory_ids)
+    svc = services()
+    with draining(dramatiq.get_broker(), ENRICH_QUEUE, "enrich_memories", memory_ids, _drain_bound(svc)) as ids:
+        build_enricher(svc).run(ids)
 
 
 @dramatiq.actor(queue_name=ENRICH_QUEUE)

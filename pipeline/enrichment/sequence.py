@@ -37,27 +37,22 @@ local after = redis.call('zrange', KEYS[1], rank + 1, rank + n)
 return {before, after}
 """
 
+# One row per memory whose predecessor in the scope is decided (``dst``; null = none): its
+# other PRECEDED_BY edges in the scope go, the one to ``dst`` is merged. Each ``src`` comes
+# once and there is a single MERGE clause: FalkorDB does not see edges that another MERGE
+# clause of the same query is about to create, so merging the pair from both ends (as M's
+# predecessor and as N's successor) wrote it twice.
 _LINK = (
     "UNWIND $rows AS row "
-    "MATCH (m:Memory {id: row.id}) "
-    "OPTIONAL MATCH (p:Memory {id: row.prev}) "
-    "OPTIONAL MATCH (n:Memory {id: row.next}) "
-    "FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | "
-    "  MERGE (m)-[r:PRECEDED_BY {scope: row.scope}]->(p) "
-    "  ON CREATE SET r.created_at = $at, r.strength = 1.0 "
-    "  SET r.updated_at = $at, r.updated_epoch = $epoch) "
-    "FOREACH (_ IN CASE WHEN n IS NULL THEN [] ELSE [1] END | "
-    "  MERGE (n)-[r:PRECEDED_BY {scope: row.scope}]->(m) "
-    "  ON CREATE SET r.created_at = $at, r.strength = 1.0 "
-    "  SET r.updated_at = $at, r.updated_epoch = $epoch) "
-    "WITH m, p, n, row "
-    # Each of m and n has exactly one predecessor per scope: drop any other.
-    "OPTIONAL MATCH (m)-[stale:PRECEDED_BY {scope: row.scope}]->(o:Memory) WHERE p IS NULL OR o <> p "
+    "MATCH (a:Memory {id: row.src}) "
+    "OPTIONAL MATCH (a)-[stale:PRECEDED_BY {scope: $scope}]->(o:Memory) WHERE row.dst IS NULL OR o.id <> row.dst "
     "DELETE stale "
-    "WITH DISTINCT m, n, row "
-    "OPTIONAL MATCH (n)-[stale2:PRECEDED_BY {scope: row.scope}]->(o2:Memory) WHERE o2 <> m "
-    "DELETE stale2 "
-    "RETURN count(DISTINCT m)"
+    "WITH DISTINCT a, row "
+    "MATCH (b:Memory {id: row.dst}) "
+    "MERGE (a)-[r:PRECEDED_BY {scope: $scope}]->(b) "
+    "ON CREATE SET r.created_at = $at, r.strength = 1.0 "
+    "SET r.updated_at = $at, r.updated_epoch = $epoch "
+    "RETURN count(r)"
 )
 
 
@@ -129,12 +124,17 @@ class SequenceLinker:
         gone = {m for m in candidates if current.get(m[21:]) != m}
         if gone:
             self._redis.zrem(key, *gone)
-        rows = []
+        # Each placed memory decides its own predecessor and its successor's; one snapshot of
+        # the index answers both, so two rows never disagree about a memory.
+        predecessor: dict[str, str | None] = {}
         for item, (before, after) in zip(items, neighbours):
             prev = next((_memory_id(m) for m in reversed(before) if m.decode() not in gone), None)
             nxt = next((_memory_id(m) for m in after if m.decode() not in gone), None)
-            rows.append({"id": item.memory_id, "scope": scope, "prev": prev, "next": nxt})
-        self._graph.run_write(_LINK, {"rows": rows, "at": at, "epoch": epoch})
+            predecessor[item.memory_id] = prev
+            if nxt is not None:
+                predecessor[nxt] = item.memory_id
+        rows = [{"src": src, "dst": dst} for src, dst in sorted(predecessor.items())]
+        self._graph.run_write(_LINK, {"rows": rows, "scope": scope, "at": at, "epoch": epoch})
         return len(rows)
 
 

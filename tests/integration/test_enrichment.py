@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -9,6 +10,7 @@ import httpx
 import pytest
 
 from tests.fake_llm import FakeLLM
+from tests.graph_helpers import stack_graph
 from tests.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
@@ -171,7 +173,14 @@ def test_long_content_gets_an_extractive_summary_recall_returns(api):
     assert result[0]["id"] == memory_id
 
 
-def test_associate_single_batch_and_errors(api):
+def _edge_stamps(stack, source: str, target: str) -> list[tuple]:
+    rows = stack_graph(stack).query(
+        "MATCH (:Memory {id: $a})-[r:LEADS_TO]->(:Memory {id: $b}) RETURN r.created_at, r.updated_at, r.updated_epoch",
+        {"a": source, "b": target}).result_set
+    return [tuple(row) for row in rows]
+
+
+def test_associate_single_batch_and_errors(api, stack):
     tag = scope()
     a, b, c = (store(api, f"{name} note", tags=[tag]) for name in ("alpha", "beta", "gamma"))
     response = api.post("/associate", json={"memory1_id": a, "memory2_id": b, "type": "LEADS_TO", "strength": 0.9})
@@ -179,10 +188,15 @@ def test_associate_single_batch_and_errors(api):
     assert response.json()["relation_type"] == "LEADS_TO"
     edge = related(api, a)
     assert [(r["id"], r["relation_type"], r["strength"], r["direction"]) for r in edge] == [(b, "LEADS_TO", 0.9, "outgoing")]
-    assert edge[0]["updated_at"]
-    # the same association again updates the edge, never adds a second one
+    [(created, updated, epoch)] = _edge_stamps(stack, a, b)
+    assert created == updated == edge[0]["updated_at"]
+    assert datetime.fromisoformat(updated).timestamp() == pytest.approx(epoch)
+    # the same association again updates the edge, never adds a second one; created_at stays
+    time.sleep(0.01)
     assert api.post("/associate", json={"memory1_id": a, "memory2_id": b, "type": "LEADS_TO", "strength": 0.4}).status_code == 201
     assert [(r["id"], r["strength"]) for r in related(api, a)] == [(b, 0.4)]
+    [(created_again, updated_again, epoch_again)] = _edge_stamps(stack, a, b)
+    assert created_again == created and updated_again > updated and epoch_again > epoch
 
     batch = api.post("/associate", json={"associations": [
         {"memory1_id": a, "memory2_id": c, "type": "PART_OF", "strength": 0.7},
@@ -252,7 +266,12 @@ def test_status_and_reprocess(api):
 
 
 def test_writes_never_wait_for_enrichment(servers):
-    """No enrichment worker at all: writes still answer 201 and are recallable; enrichment waits."""
+    """No enrichment worker at all: writes still answer 201 and are recallable; enrichment waits.
+
+    The waiting work is one small message per write; the enricher, once started, takes the
+    queued run of them in one call (ENRICH_DRAIN_MAX_ITEMS), so NER and the graph writes
+    see one batch.
+    """
     stack = Stack.create(servers)
     stack.start_web()
     stack.start_worker(queues=["persist", "embed"])
@@ -264,10 +283,25 @@ def test_writes_never_wait_for_enrichment(servers):
             assert api.get(f"/memory/{memory_id}").json()["memory"].get("enriched_at") is None
             status = api.get("/enrichment/status").json()
             assert status["pending"] >= 1 and status["queue_size"] >= 1
-            stack.start_enrich_worker()
+            conversation = f"conversation_{uuid.uuid4().hex[:8]}"
+            base = datetime(2024, 7, 1, tzinfo=timezone.utc)
+            turns = [store(api, f"Turn {i}: Rachel asked Tom about Denver", tags=[tag, conversation],
+                           timestamp=(base + timedelta(minutes=i)).isoformat()) for i in range(7)]
+            wait_until(lambda: api.get("/enrichment/status").json()["queue_size"] >= 8, message="one message per write")
+
+            stack.start_enrich_worker(threads=1)
             memory = enriched(api, memory_id)
             assert "entity:people:rachel" in memory["tags"] and "entity:places:denver" in memory["tags"]
+            for turn in turns:
+                assert {"entity:people:rachel", "entity:people:tom"} <= set(enriched(api, turn)["tags"])
             wait_until(lambda: api.get("/enrichment/status").json()["pending"] == 0, message="drained")
+            log = (stack.data_dir / "worker.log").read_text(errors="replace")
+            calls = sum(1 for line in log.splitlines() if '"message processed"' in line and '"enrich_memories"' in line)
+            # 8 messages; the consumer prefetches 2 (threads × 2), the first call drains the rest.
+            assert 1 <= calls <= 3, calls
+            for i, turn in enumerate(turns):
+                out = [r["id"] for r in related(api, turn, relationship_types="PRECEDED_BY") if r["direction"] == "outgoing"]
+                assert out == ([turns[i - 1]] if i else []), i
     finally:
         stack.stop()
 
@@ -310,18 +344,55 @@ def test_llm_failures_fall_back_to_patterns_and_are_counted(llm_stack):
         before = api.get("/enrichment/status").json()["classification"]
         ids = {marker: store(api, f"We decided to use Kafka {marker}", tags=[scope()])
                for marker in ("[slow]", "[429]", "[garbage]", "[badtype]")}
+        # long content: its summary is asked of the LLM too, which answers 500 every time
+        ids["[500]"] = store(api, "We decided to split the billing service. [500] " * 10, tags=[scope()])
         for marker, memory_id in ids.items():
             memory = enriched(api, memory_id, timeout=90)
             assert memory["type"] == "Decision", marker  # the pattern classifier's answer
+        long_memory = enriched(api, ids["[500]"])
+        assert long_memory["summary_source"] == "extractive" and 0 < len(long_memory["summary"]) <= 280
         after = wait_until(
-            lambda: (c := api.get("/enrichment/status").json()["classification"])["llm_attempts"] - before["llm_attempts"] >= 4 and c,
+            lambda: (c := api.get("/enrichment/status").json()["classification"])["llm_attempts"] - before["llm_attempts"] >= 5 and c,
             message="attempts counted")
-        assert after["llm_attempts"] - before["llm_attempts"] == 4
-        assert after["fallbacks"] - before["fallbacks"] == 4
-        assert after["pattern_classifications"] - before["pattern_classifications"] == 4
+        assert after["llm_attempts"] - before["llm_attempts"] == 5
+        assert after["fallbacks"] - before["fallbacks"] == 5
+        assert after["pattern_classifications"] - before["pattern_classifications"] == 5
         assert after["last_error"] and after["last_error_at"]
         assert fake.calls_with("[429]") == 2 and fake.calls_with("[slow]") == 2  # retried, then fell back
         assert fake.calls_with("[garbage]") == 1
+        assert fake.calls_with("[500]") == 4  # classification and summary, each tried twice
+
+
+def test_llm_rate_limit_is_shared_by_all_enrichment_workers(servers):
+    """Two enrichment processes, 2 threads each, one budget: 4 LLM calls per 4 s window.
+
+    Dramatiq's window limiter counts calls in one-second buckets on the broker's Redis, so
+    any 4 consecutive buckets hold at most 4 calls: call i+4 comes more than 3 s after call i
+    (less the jitter of the HTTP hop). Each process alone would allow 4 per window, and the
+    4 threads would send the 12 calls within a second or two.
+    """
+    fake = FakeLLM(answer_type="Habit").start()
+    stack = Stack.create(servers, classification_model="fake-classifier", llm_api_key="test-key",
+                         llm_base_url=fake.base_url, llm_rate_limit="4", llm_rate_window_s="4")
+    stack.start_web()
+    stack.start_worker(processes=1, threads=2)
+    try:
+        with stack.client() as api:
+            marker = f"[rl-{uuid.uuid4().hex[:6]}]"
+            ids = [api.post("/memory", params={"wait": "false"},
+                            json={"content": f"I walk every morning {marker} {i}", "tags": [scope()]}).json()["memory_id"]
+                   for i in range(12)]
+            wait_until(lambda: api.get("/enrichment/status").json()["pending"] >= 12, timeout=60, message="enrichment queued")
+            stack.start_worker(processes=2, threads=2, queues=["enrich"])
+            for memory_id in ids:
+                assert enriched(api, memory_id, timeout=90)["type"] == "Habit"
+        arrivals = fake.arrival_times(marker)
+        assert len(arrivals) == 12
+        gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[4:])]
+        assert min(gaps) > 2.0, gaps
+    finally:
+        stack.stop()
+        fake.stop()
 
 
 def test_preceded_by_chain_under_concurrent_out_of_order_writes(api):

