@@ -136,12 +136,16 @@ def is_excluded(payload: dict[str, Any], scope: Scope) -> bool:
 class EdgeVectorStore:
     backend = "qdrant-edge"
 
-    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0):
+    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0,
+                 payload_memory: str = "pinned"):
         import qdrant_edge as qe
 
         self._qe = qe
         self._path = path
         self._size = vector_size
+        # Recall reads the payload of every hit (40-80 per query); from the default on-disk
+        # storage each fresh point costs ~55 us here, from RAM next to nothing (docs/recall.md).
+        self._payload_memory = payload_memory
         self._optimize_min_changes = optimize_min_changes
         self._changes = 0
         self._optimize_quiet_s = optimize_quiet_s
@@ -154,10 +158,15 @@ class EdgeVectorStore:
         import os
 
         qe = self._qe
-        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._size, distance=qe.Distance.Cosine))
+        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._size, distance=qe.Distance.Cosine),
+                               payload_memory=getattr(qe.Memory, self._payload_memory.capitalize()))
         if self._shard is not None:
             pass  # already open in this process (a shard can only be opened once)
         elif os.path.isdir(self._path) and os.listdir(self._path):
+            if self._persisted_payload_memory() != self._payload_memory:
+                # Edge converts existing segments only when it rebuilds them: ask for one
+                # index build, which the maintenance thread runs once writes are quiet.
+                self._changes = max(self._changes, self._optimize_min_changes)
             try:
                 self._shard = qe.EdgeShard.load(self._path, config)
             except Exception as exc:  # the binding raises a generic runtime error
@@ -171,6 +180,17 @@ class EdgeVectorStore:
             self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
         for name in FLOAT_INDEXES:
             self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
+
+    def _persisted_payload_memory(self) -> str:
+        """The payload placement the shard was last opened with (``cold`` when it never said)."""
+        import json
+        import os
+
+        try:
+            with open(os.path.join(self._path, "edge_config.json"), encoding="utf-8") as handle:
+                return str(json.load(handle).get("payload_memory") or "cold")
+        except (OSError, ValueError):
+            return "cold"
 
     def _filter(self, query: VectorQuery, exclusions: bool = True):
         qe = self._qe
@@ -224,6 +244,8 @@ class EdgeVectorStore:
         hits = run(exclusions=False)
         if any(is_excluded(h.payload, query.scope) for h in hits):
             hits = run(exclusions=True)
+        if not query.with_payload:  # the two fields read for the check are not part of the answer
+            return [VectorHit(h.payload["memory_id"], float(h.score), {"memory_id": h.payload["memory_id"]}) for h in hits]
         return [VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload)) for h in hits]
 
     def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
@@ -453,7 +475,7 @@ def build_vector_store(settings: Settings, vector_size: int, collection: str | N
     if settings.uses_qdrant_edge:
         return EdgeVectorStore(
             str(settings.edge_path.parent / name), vector_size, settings.edge_optimize_min_changes,
-            settings.edge_optimize_quiet_s,
+            settings.edge_optimize_quiet_s, settings.edge_payload_memory,
         )
     return QdrantServerVectorStore(client or QdrantServerVectorStore.client_for(settings), name, vector_size)
 

@@ -201,3 +201,37 @@ def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintena
     store.maintain()
     assert shard.optimize_threads == ["vector-maintenance"]  # nothing changed since
     store.close()
+
+
+def _segment_payload_storage(path: str) -> set[str]:
+    import glob
+    import json
+
+    return {json.load(open(f))["config"]["payload_storage_type"]["type"] for f in glob.glob(f"{path}/segments/*/segment.json")}
+
+
+def test_edge_payloads_in_ram_and_a_cold_shard_converted_at_its_next_index_build(tmp_path):
+    """Recall reads every hit's payload, so payloads live in RAM (EDGE_PAYLOAD_MEMORY=pinned);
+    a shard written with on-disk payloads asks for one index build, which converts it."""
+    path = str(tmp_path / "shard")
+    cold = EdgeVectorStore(path, SIZE, payload_memory="cold")
+    cold.ensure_collection()
+    cold.upsert([point(f"p{i}", i, ["idx"]) for i in range(4)])
+    cold.close()
+    assert _segment_payload_storage(path) == {"mmap"}
+
+    store = EdgeVectorStore(path, SIZE, optimize_min_changes=500)
+    store.ensure_collection()
+    shard = store._shard = _CountingShard(store._shard)
+    store.maintain()  # no writes since opening: only the conversion asks for the build
+    assert len(shard.optimize_threads) == 1
+    assert _segment_payload_storage(path) == {"in_ram_mmap"}
+    assert ids(store.search(VectorQuery(unit(2), 1))) == ["p2"] and store.count() == 4
+    store.close()
+
+    reopened = EdgeVectorStore(path, SIZE, optimize_min_changes=500)
+    reopened.ensure_collection()
+    shard = reopened._shard = _CountingShard(reopened._shard)
+    reopened.maintain()
+    assert shard.optimize_threads == []  # already converted: nothing to rebuild
+    reopened.close()
