@@ -33,6 +33,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ops.suite.procs import cpu_seconds
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 BATCH = 64
@@ -58,18 +60,6 @@ def _turns(limit: int) -> list[dict]:
                     "timestamp": (base + timedelta(minutes=index)).isoformat(),
                 })
     return out[:limit]
-
-
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of one process so far (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 @dataclass(frozen=True)
@@ -110,7 +100,7 @@ def _child(config: Config, threads: int, limit: int, server_pids: dict[str, int]
     services.entity_extractor.extract(["warm up"])  # model load is not throughput
 
     ids = [r.id for r in records]
-    cpu_before = {name: _cpu_seconds(pid) for name, pid in server_pids.items()}
+    cpu_before = {name: cpu_seconds(pid) for name, pid in server_pids.items()}
     cpu_self, started = time.process_time(), time.perf_counter()
     for start in range(0, len(ids), config.message_size):
         queue_enrichment(services, ids[start:start + config.message_size])
@@ -123,7 +113,7 @@ def _child(config: Config, threads: int, limit: int, server_pids: dict[str, int]
         time.sleep(0.05)
     elapsed = time.perf_counter() - started
     cpu = {"worker": time.process_time() - cpu_self}  # the enqueueing and the polling included
-    cpu |= {name: _cpu_seconds(pid) - cpu_before[name] for name, pid in server_pids.items()}
+    cpu |= {name: cpu_seconds(pid) - cpu_before[name] for name, pid in server_pids.items()}
     cpu["total"] = sum(cpu.values())
     # What these costs allow on idle cores: the one worker process has one core at most (its
     # NER runs under a lock), and all parts share the machine's cores.

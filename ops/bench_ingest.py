@@ -41,6 +41,7 @@ import orjson
 import redis
 
 from ops.gen_slack_export import generate
+from ops.suite.procs import cpu_seconds
 from pipeline.tracking import INFLIGHT_KEY
 from tests.stack import API_TOKEN, AUTH, Servers, Stack
 
@@ -87,18 +88,6 @@ def _catch_up(stack: Stack, servers: Servers, memories: int, timeout: float) -> 
     return {"seconds": seconds, "cpu_ms_per_memory": meter.per_memory_ms(memories)}
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of one process so far (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
 def _session_pids(sid: int) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
@@ -129,7 +118,7 @@ class CpuMeter:
         self._start = self._read()
 
     def _read(self) -> dict[str, dict[int, float]]:
-        return {part: {pid: _cpu_seconds(pid) for pid in pids()} for part, pids in self._parts.items()}
+        return {part: {pid: cpu_seconds(pid) for pid in pids()} for part, pids in self._parts.items()}
 
     def per_memory_ms(self, memories: int) -> dict[str, float]:
         now = self._read()

@@ -1,10 +1,21 @@
-"""Resident memory of a process tree, read from /proc (psutil is not a dependency)."""
+"""Resident memory and CPU time of processes, read from /proc (psutil is not a dependency)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROC = Path("/proc")
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of one process so far (0.0 once it is gone)."""
+    try:
+        fields = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def _status_kib(pid: int, field: str) -> int | None:
