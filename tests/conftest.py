@@ -40,6 +40,24 @@ def stack(servers):
 
 
 @pytest.fixture()
+def make_stack(servers):
+    """Isolated stacks on the session's servers, made on demand (``graph_port`` to point one
+    at another FalkorDB, ``env`` for its settings); every one made is stopped afterwards."""
+    from tests.stack import Stack
+
+    created: list[Stack] = []
+
+    def factory(graph_port: int | None = None, **env: str) -> Stack:
+        stack = Stack.create(servers, graph_port=graph_port, **env)
+        created.append(stack)
+        return stack
+
+    yield factory
+    for stack in created:
+        stack.stop()
+
+
+@pytest.fixture()
 def api(stack):
     with stack.client() as client:
         yield client

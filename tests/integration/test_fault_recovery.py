@@ -24,19 +24,10 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture()
-def make_stack(servers):
-    created: list[Stack] = []
-
-    def factory(**env) -> Stack:
-        # Enrichment is not under test here and has no worker in these stacks: off, so that
-        # "every queue empty" is a condition the stack can reach.
-        stack = Stack.create(servers, **{"ENRICHMENT_ENABLED": "false", **env})
-        created.append(stack)
-        return stack
-
-    yield factory
-    for stack in created:
-        stack.stop()
+def make_stack(make_stack):
+    # Enrichment is not under test here and has no worker in these stacks: off, so that
+    # "every queue empty" is a condition the stack can reach.
+    return lambda **env: make_stack(**{"ENRICHMENT_ENABLED": "false", **env})
 
 
 def reconcile(stack: Stack, expected: dict[str, str], timeout: float = 120) -> None:

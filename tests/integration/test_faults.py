@@ -15,20 +15,6 @@ from tests.stack import Stack, wait_until
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture()
-def make_stack(servers):
-    created: list[Stack] = []
-
-    def factory(graph_port: int | None = None, **env) -> Stack:
-        stack = Stack.create(servers, graph_port=graph_port, **env)
-        created.append(stack)
-        return stack
-
-    yield factory
-    for stack in created:
-        stack.stop()
-
-
 def _counts(api) -> tuple[int | None, int | None]:
     health = api.get("/health").json()
     return health["memory_count"], health["vector_count"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import uuid
@@ -21,20 +20,6 @@ from tests.stack import ADMIN_TOKEN, API_TOKEN, Stack, wait_until
 pytestmark = pytest.mark.integration
 SLACK_DEV = Path("/work/shared/data/slack-dev")
 SIGNING_SECRET = "test-signing-secret"
-
-
-@pytest.fixture()
-def make_stack(servers):
-    created: list[Stack] = []
-
-    def factory(**env) -> Stack:
-        stack = Stack.create(servers, **env)
-        created.append(stack)
-        return stack
-
-    yield factory
-    for stack in created:
-        stack.stop()
 
 
 def _health(api: httpx.Client) -> dict:

@@ -23,19 +23,15 @@ ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
 
 
 @pytest.fixture()
-def make_stack(servers):
-    created: list[Stack] = []
-
+def make_stack(make_stack):
+    """Stacks already serving: web and one worker process."""
     def factory(**env) -> Stack:
-        stack = Stack.create(servers, **{"MAINTENANCE_RUN_WAIT_SECONDS": "25", **env})
-        created.append(stack)
+        stack = make_stack(**{"MAINTENANCE_RUN_WAIT_SECONDS": "25", **env})
         stack.start_web()
         stack.start_worker(processes=1, threads=2)
         return stack
 
-    yield factory
-    for stack in created:
-        stack.stop()
+    return factory
 
 
 def axis(*weights: tuple[int, float]) -> list[float]:
