@@ -19,6 +19,9 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_fastapi_instrumentator import Instrumentator
+from prometheus_fastapi_instrumentator.middleware import PrometheusInstrumentatorMiddleware
+from starlette.middleware import Middleware
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.auth import ApiAuth
@@ -29,6 +32,18 @@ from pipeline.observability.queue_stats import QueueCollector
 
 access_log = logging.getLogger("mempipe.access")
 QUIET_PATHS = frozenset({"/health", "/metrics"})  # polled constantly: logged at DEBUG
+# A recall can carry its query embedding (~4 kB of numbers) in the query string; the log keeps
+# the start of a long query and says how much it left out.
+LOGGED_QUERY_CHARS = 512
+
+
+def _logged_query(query_string: bytes) -> str | None:
+    if not query_string:
+        return None
+    query = redact(query_string.decode("latin-1"))
+    if len(query) > LOGGED_QUERY_CHARS:
+        query = f"{query[:LOGGED_QUERY_CHARS]}…(+{len(query) - LOGGED_QUERY_CHARS} chars)"
+    return query
 
 
 class AccessLog:
@@ -51,18 +66,51 @@ class AccessLog:
             await self.app(scope, receive, record_status)
         finally:
             path = scope.get("path", "")
-            query = scope.get("query_string", b"").decode("latin-1")
             access_log.log(
                 logging.DEBUG if path in QUIET_PATHS else logging.INFO,
                 "%s %s %s", scope.get("method"), path, status["code"],
                 extra={
                     "method": scope.get("method"),
                     "path": path,
-                    "query": redact(query) if query else None,
+                    "query": _logged_query(scope.get("query_string", b"")),
                     "status": status["code"],
                     "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                 },
             )
+
+
+class _RouteNameCache(PrometheusInstrumentatorMiddleware):
+    """The instrumentator's middleware, remembering which route template a path belongs to.
+
+    It finds a request's template by matching the path against every route before the app
+    runs: ~0.14 ms per request with this app's routes, measured, for an answer that depends
+    only on the method and the path while the routes stay as they are. Kept per instance and
+    bounded, so paths carrying ids (``/memory/{id}``) cannot grow it without limit.
+    """
+
+    def __init__(self, app: ASGIApp, **options) -> None:
+        super().__init__(app, **options)
+        self._handlers: dict[tuple[str, str, str], tuple[str, bool]] = {}
+
+    def _get_handler(self, request: Request) -> tuple[str, bool]:
+        scope = request.scope
+        key = (scope.get("method", ""), scope.get("root_path", ""), scope.get("path", ""))
+        handler = self._handlers.get(key)
+        if handler is None:
+            handler = super()._get_handler(request)
+            if len(self._handlers) >= ROUTE_NAME_CACHE_SIZE:
+                self._handlers.clear()
+            self._handlers[key] = handler
+        return handler
+
+
+ROUTE_NAME_CACHE_SIZE = 4096
+
+
+def _use_route_name_cache(app: FastAPI) -> None:
+    for index, entry in enumerate(app.user_middleware):
+        if entry.cls is PrometheusInstrumentatorMiddleware:
+            app.user_middleware[index] = Middleware(_RouteNameCache, *entry.args, **entry.kwargs)
 
 
 def _last_sync(app: FastAPI):
@@ -80,6 +128,7 @@ def install_observability(app: FastAPI, settings: Settings) -> None:
         excluded_handlers=["/metrics"],
         registry=REGISTRY,
     ).instrument(app)
+    _use_route_name_cache(app)
     app.add_middleware(AccessLog)
     app.add_middleware(CorrelationIdMiddleware)  # outermost: everything inside sees the id
 

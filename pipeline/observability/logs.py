@@ -24,8 +24,17 @@ _SECRET_PATTERNS = (
 )
 
 
+# Every pattern above needs one of these words. Checking for them first keeps the common case
+# cheap: the case-insensitive patterns cost ~0.6 ms over a recall's 4 kB query string (an
+# embedding passed in), measured as the largest single cost of the access log.
+_SECRET_MARKERS = ("key", "token", "bearer")
+
+
 def redact(text: str) -> str:
     """``text`` with token-bearing query values and header values replaced by ``***``."""
+    lowered = text.lower()
+    if not any(marker in lowered for marker in _SECRET_MARKERS):
+        return text
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text

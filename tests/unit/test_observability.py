@@ -170,6 +170,8 @@ def test_embedding_calls_texts_and_tokens():
     "headers: Authorization: Bearer s3cret",
     "{'x-api-key': 's3cret'}",
     "X-Admin-Token: s3cret",
+    "GET /recall?embedding=" + ",".join(["0.12345"] * 400) + "&API_KEY=s3cret",
+    "GET /recall?Token=s3cret",
 ])
 def test_redact_masks_tokens(text):
     cleaned = redact(text)
@@ -222,3 +224,49 @@ def test_configure_logging_is_idempotent_and_takes_over_uvicorn():
         root.handlers, root.level = saved
         uvicorn_logger.handlers, uvicorn_logger.propagate = saved_uvicorn
         error_logger.handlers, error_logger.propagate = saved_error
+
+
+def test_access_log_records_status_and_a_redacted_shortened_query(caplog):
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from api.observability import LOGGED_QUERY_CHARS, AccessLog
+
+    app = AccessLog(Starlette(routes=[Route("/recall", lambda request: PlainTextResponse("gone", status_code=410))]))
+    embedding = ",".join(["0.12345"] * 400)
+    with caplog.at_level(logging.INFO, logger="mempipe.access"), TestClient(app) as client:
+        client.get(f"/recall?api_key=s3cret&query=x&embedding={embedding}")
+        client.get("/recall")
+    long_line, bare_line = [r for r in caplog.records if r.name == "mempipe.access"]
+    assert long_line.status == 410 and long_line.method == "GET" and long_line.path == "/recall"
+    assert long_line.duration_ms >= 0
+    assert long_line.query.startswith("api_key=***&query=x&embedding=0.12345")
+    assert "s3cret" not in long_line.query
+    assert len(long_line.query) < LOGGED_QUERY_CHARS + 30 and long_line.query.endswith(" chars)")
+    assert bare_line.query is None and bare_line.status == 410
+
+
+def test_http_metrics_label_requests_by_route_template_through_the_cache():
+    from fastapi import FastAPI
+    from prometheus_fastapi_instrumentator import Instrumentator
+    from starlette.testclient import TestClient
+
+    from api.observability import _RouteNameCache, _use_route_name_cache
+
+    app = FastAPI()
+
+    @app.get("/items/{item_id}")
+    def item(item_id: int):
+        return {"id": item_id}
+
+    registry = CollectorRegistry()
+    Instrumentator(should_group_status_codes=False, should_ignore_untemplated=True, registry=registry).instrument(app)
+    _use_route_name_cache(app)
+    assert [m.cls for m in app.user_middleware] == [_RouteNameCache]
+    with TestClient(app) as client:
+        for path in ("/items/1", "/items/2", "/items/1", "/nowhere"):
+            client.get(path)
+    assert sample(registry, "http_requests_total", handler="/items/{item_id}", method="GET", status="200") == 3
+    assert sample(registry, "http_requests_total", handler="/nowhere", method="GET", status="404") == 0
