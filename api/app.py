@@ -22,6 +22,7 @@ from api.errors import install_error_handlers
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
 from api.openapi import install_openapi
+from api.querystring import PlainCommas
 from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
@@ -160,6 +161,7 @@ def create_app(
     )
     install_error_handlers(app)
     install_observability(app, settings)
+    app.add_middleware(PlainCommas)  # outermost: every layer (the access log too) sees plain commas
     app.include_router(health.router)
     app.include_router(batch.router)  # before memory: /memory/batch is not a memory id
     app.include_router(browse.router)  # before memory: GET /memory/by-tag is not /memory/{id}
