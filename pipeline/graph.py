@@ -298,7 +298,7 @@ class GraphStore:
         return memory_from_node(rows[0][0].properties) if rows else None
 
     def get_memories(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
-        rows = self._read("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m", {"ids": memory_ids})
+        rows = self._read("MATCH (m:Memory) WHERE m.id IN $ids RETURN m", {"ids": memory_ids})
         memories = (memory_from_node(row[0].properties) for row in rows)
         return {m["id"]: m for m in memories}
 
@@ -335,7 +335,8 @@ class GraphStore:
         """Memories by id with the projection recall reads (cheaper than whole nodes)."""
         if not memory_ids:
             return {}
-        rows = self._read(f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN {memory_projection('m')}", {"ids": memory_ids})
+        # One index scan over the id list: measured cheaper than an index lookup per UNWIND row.
+        rows = self._read(f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {memory_projection('m')}", {"ids": memory_ids})
         memories = (memory_from_row(row[0]) for row in rows)
         return {m["id"]: m for m in memories}
 

@@ -77,10 +77,11 @@ def replacements(graph: GraphStore, memory_ids: list[str]) -> dict[str, tuple[st
     """For each memory that has one, its newest outgoing INVALIDATED_BY/EVOLVED_INTO edge and target."""
     if not memory_ids:
         return {}
+    # Every recall runs this over its whole candidate pool (80 ids in a tag scope). One index
+    # scan over the id list measured 0.80 ms against 0.93 ms for a lookup per UNWIND row.
     cypher = (
-        "UNWIND $ids AS id "
-        f"MATCH (a:Memory {{id: id}})-[r{pattern(SUPERSEDING_TYPES)}]->(b:Memory) "
-        "WITH id, r, b ORDER BY coalesce(r.updated_at, b.timestamp) DESC "
+        f"MATCH (a:Memory)-[r{pattern(SUPERSEDING_TYPES)}]->(b:Memory) WHERE a.id IN $ids "
+        "WITH a.id AS id, r, b ORDER BY coalesce(r.updated_at, b.timestamp) DESC "
         f"WITH id, collect([type(r), {memory_projection('b')}])[0] AS newest "
         "RETURN id, newest[0], newest[1]"
     )
