@@ -104,8 +104,11 @@ class IndexBuilds:
         return self._path.stat().st_size if self._path.exists() else 0
 
     def since(self, offset: int) -> dict:
+        """Builds logged after ``offset``: how many started and finished, their seconds, and
+        whether one that started after it has finished (``complete``)."""
         started = finished = 0
         seconds = 0.0
+        complete = False
         with open(self._path, "rb") as log:
             log.seek(offset)
             for line in log:
@@ -113,11 +116,12 @@ class IndexBuilds:
                     started += 1
                 elif INDEX_BUILD_FINISHED.encode() in line:
                     finished += 1
+                    complete = complete or started > 0  # a build begun before offset covers less
                     try:
                         seconds += float(json.loads(line).get("seconds") or 0.0)
                     except ValueError:
                         pass  # a text-format log: counted, not timed
-        return {"started": started, "finished": finished, "seconds": round(seconds, 2)}
+        return {"started": started, "finished": finished, "seconds": round(seconds, 2), "complete": complete}
 
     def settle(self, offset: int, start_within: float, timeout: float) -> float:
         """Wait for the build of what was written before ``offset``: until one that started
@@ -126,7 +130,7 @@ class IndexBuilds:
         began = time.monotonic()
         while time.monotonic() - began < timeout:
             builds = self.since(offset)
-            if builds["finished"] and builds["finished"] >= builds["started"]:
+            if builds["complete"]:
                 break
             if not builds["started"] and time.monotonic() - began > start_within:
                 break
