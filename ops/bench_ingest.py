@@ -16,7 +16,11 @@ stack (real redis-server + FalkorDB, uvicorn web owning Qdrant Edge, Dramatiq wo
 - **importer peak RSS** on a small and the large export (it must stay flat).
 
 Between the batch and the single-write phases the previous phase's enrichment backlog
-(SIMILAR_TO) drains, so each phase measures its own work. Prints one table (with the load
+(SIMILAR_TO) drains and the Edge index build (HNSW) of its points runs to the end, so each
+phase measures its own work: a build holds the shard for seconds and vector writes wait
+behind it, so one that happens to start as the single writes begin is the previous phase's
+cost landing in this one (``--no-settle-index`` measures the old way; the builds inside each
+phase are reported either way). Prints one table (with the load
 average) and writes ``ops/results/bench_ingest.json``. Figures from a shared 2-core machine are
 noisy: compare ratios within one run.
 """
@@ -43,6 +47,7 @@ import redis
 from ops.gen_slack_export import generate
 from ops.suite.procs import cpu_seconds
 from pipeline.tracking import INFLIGHT_KEY
+from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 from tests.stack import API_TOKEN, AUTH, Servers, Stack
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -86,6 +91,51 @@ def _catch_up(stack: Stack, servers: Servers, memories: int, timeout: float) -> 
     meter = CpuMeter(stack, servers)
     seconds = _wait_queues_empty(stack, timeout)
     return {"seconds": seconds, "cpu_ms_per_memory": meter.per_memory_ms(memories)}
+
+
+class IndexBuilds:
+    """The Edge index builds the web process logged (``pipeline.vectors``), read by offset
+    into its log: how many started and finished within a phase, and their seconds."""
+
+    def __init__(self, stack: Stack):
+        self._path = stack.data_dir / "web.log"
+
+    def mark(self) -> int:
+        return self._path.stat().st_size if self._path.exists() else 0
+
+    def since(self, offset: int) -> dict:
+        """Builds logged after ``offset``: how many started and finished, their seconds, and
+        whether one that started after it has finished (``complete``)."""
+        started = finished = 0
+        seconds = 0.0
+        complete = False
+        with open(self._path, "rb") as log:
+            log.seek(offset)
+            for line in log:
+                if INDEX_BUILD_STARTED.encode() in line:
+                    started += 1
+                elif INDEX_BUILD_FINISHED.encode() in line:
+                    finished += 1
+                    complete = complete or started > 0  # a build begun before offset covers less
+                    try:
+                        seconds += float(json.loads(line).get("seconds") or 0.0)
+                    except ValueError:
+                        pass  # a text-format log: counted, not timed
+        return {"started": started, "finished": finished, "seconds": round(seconds, 2), "complete": complete}
+
+    def settle(self, offset: int, start_within: float, timeout: float) -> float:
+        """Wait for the build of what was written before ``offset``: until one that started
+        after it has finished, or, when none starts within ``start_within`` seconds (none was
+        due), not at all. Returns the seconds waited."""
+        began = time.monotonic()
+        while time.monotonic() - began < timeout:
+            builds = self.since(offset)
+            if builds["complete"]:
+                break
+            if not builds["started"] and time.monotonic() - began > start_within:
+                break
+            time.sleep(0.2)
+        return round(time.monotonic() - began, 1)
 
 
 def _session_pids(sid: int) -> list[int]:
@@ -253,22 +303,34 @@ def raw_model_rate_apart(export: Path, limit: int) -> dict:
 
 
 def run_config(servers: Servers, provider: str, workers: int, export: Path, singles: int, timeout: float,
-               single_client: str = "http.client", catch_up: bool = True) -> dict:
-    stack = Stack.create(servers, EMBEDDING_PROVIDER=provider, EDGE_OPTIMIZE_INTERVAL_S="30",
+               single_client: str = "http.client", catch_up: bool = True, settle_index: bool = True) -> dict:
+    # With settle_index the web considers an index build every 2 s (the tests' interval), so
+    # the build of a phase's points follows it by EDGE_OPTIMIZE_QUIET_S and the wait between
+    # phases is short; without it, every 30 s as before, wherever that falls.
+    stack = Stack.create(servers, EMBEDDING_PROVIDER=provider, EDGE_OPTIMIZE_INTERVAL_S="2" if settle_index else "30",
                          BACKPRESSURE_MAX_PENDING="20000", ACTOR_MAX_RETRIES="12")
     try:
         stack.start_web(timeout=120)
         stack.start_worker(processes=workers, threads=2)
         with stack.client() as api:  # let the workers boot (and load the model) before timing
             api.post("/memory", json={"content": "warm-up"})
-        row = {"provider": provider, "workers": workers, "load_before": _load(),
-               "batch": bench_batch(stack, export, timeout, servers)}
+        builds = IndexBuilds(stack)
+        row = {"provider": provider, "workers": workers, "load_before": _load()}
+        mark = builds.mark()
+        row["batch"] = bench_batch(stack, export, timeout, servers)
+        row["batch"]["index_builds"] = builds.since(mark)
         print(f"... batch: {row['batch']['rate']}/s, CPU ms per memory {row['batch']['cpu_ms_per_memory']}", file=sys.stderr, flush=True)
         if catch_up or singles:  # the single-write phase needs the queues empty first anyway
+            end_of_batch = builds.mark()
             row["batch"]["after"] = _catch_up(stack, servers, row["batch"]["imported"], timeout)
             row["drain_between_phases_s"] = row["batch"]["after"]["seconds"]
+            if settle_index and singles:
+                row["index_settle_between_phases_s"] = builds.settle(end_of_batch, start_within=15, timeout=timeout)
+                row["index_builds_between_phases"] = builds.since(end_of_batch)
         if singles:
+            mark = builds.mark()
             row["single"] = bench_singles(stack, singles, 8, timeout, servers, client=single_client)
+            row["single"]["index_builds"] = builds.since(mark)
             if catch_up:
                 row["single"]["after"] = _catch_up(stack, servers, singles - row["single"]["refused"], timeout)
         row["load_after"] = _load()
@@ -291,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--no-catch-up", dest="catch_up", action="store_false",
                         help="do not wait for (and measure) the deferred SIMILAR_TO linking after the last phase")
+    parser.add_argument("--no-settle-index", dest="settle_index", action="store_false",
+                        help="do not wait for the batch's Edge index build before the single writes (index builds every 30 s, as before 2026-12-01 session 12)")
     parser.add_argument("--single-client", choices=("http.client", "httpx"), default="http.client",
                         help="load generator of the single-write phase (httpx: as measured before 2026-12-01)")
     args = parser.parse_args(argv)
@@ -314,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
                     print("... local model alone", file=sys.stderr, flush=True)
                     raw = raw_model_rate_apart(export, args.local_messages)
                 print(f"... {provider}, {workers} worker process(es)", file=sys.stderr, flush=True)
-                row = run_config(servers, provider, workers, export, singles, args.timeout, args.single_client, args.catch_up)
+                row = run_config(servers, provider, workers, export, singles, args.timeout, args.single_client, args.catch_up,
+                                 args.settle_index)
                 if raw is not None:
                     row["raw_model"] = raw
                     row["ratio_to_raw_model"] = round(row["batch"]["rate"] / raw["rate"], 3)
@@ -361,6 +426,16 @@ def main(argv: list[str] | None = None) -> int:
                 cpu = after["cpu_ms_per_memory"]
                 print(f"{row['provider']:<8} {row['workers']:>7} {phase:<7} {after['seconds']:>6} s  web {cpu['web']}  "
                       f"workers {cpu['workers']}  broker {cpu['broker']}  graph {cpu['graph']}  total {cpu['total']}")
+    print("\nEdge index builds (HNSW; vector writes wait behind one) started / finished inside each phase, and between the phases")
+    for row in rows:
+        for phase in ("batch", "single"):
+            b = (row.get(phase) or {}).get("index_builds")
+            if b:
+                print(f"{row['provider']:<8} {row['workers']:>7} {phase:<7} {b['started']} / {b['finished']} ({b['seconds']} s)")
+        if "index_builds_between_phases" in row:
+            b = row["index_builds_between_phases"]
+            print(f"{row['provider']:<8} {row['workers']:>7} between  {b['started']} / {b['finished']} ({b['seconds']} s), "
+                  f"waited {row['index_settle_between_phases_s']} s after the {row['drain_between_phases_s']} s SIMILAR_TO drain")
     for row in rows:
         if "cpu_ratio_to_raw_model" in row:
             print(f"local, {row['workers']} worker(s): the model alone spends {row['raw_model']['cpu_ms_per_text']} ms CPU "

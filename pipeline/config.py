@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     max_metadata_depth: int = Field(8, description="Deepest nesting accepted in metadata.")
     batch_max_items: int = Field(500, ge=1, le=5000, description="Most memories one POST /memory/batch may carry.")
     batch_max_request_bytes: int = Field(16_777_216, description="Largest POST /memory/batch body accepted (413 above).")
-    write_coalesce_window_ms: float = Field(2.0, ge=0, le=100, description="How long concurrent single writes are gathered into one persist message (0 = one message per write).")
+    write_coalesce_window_ms: float = Field(2.0, ge=0, le=100, description="How long concurrent single writes are gathered into one persist message (0 = one message per write); writes that arrive while the previous one is being sent also wait and go with the next (group commit).")
     write_coalesce_max_items: int = Field(256, ge=1, description="Most single writes gathered into one persist message.")
     backpressure_max_pending: int = Field(20_000, ge=1, description="Memories accepted but not yet recallable above which writes answer 429.")
     backpressure_retry_after_s: int = Field(2, ge=1, description="Retry-After (seconds) sent with a 429.")

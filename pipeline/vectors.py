@@ -10,6 +10,7 @@ FalkorDB is the record; everything here can be rebuilt from it by re-embedding.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,6 +25,12 @@ from pipeline.records import point_id_for
 # Payload fields recall filters on, and the index each gets.
 KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type", "lifecycle")
 FLOAT_INDEXES = ("timestamp_epoch", "importance")
+
+log = logging.getLogger(__name__)
+# Logged around every Edge index build: a build holds the shard (vector writes wait behind
+# it) for seconds, so operators and the ingest benchmark need to see when one ran.
+INDEX_BUILD_STARTED = "edge index build started"
+INDEX_BUILD_FINISHED = "edge index build finished"
 # What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document).
 EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES)
 # Every search excludes archived points. A keyword ``lifecycle`` field carries that state: a
@@ -312,9 +319,12 @@ class EdgeVectorStore:
         if not self._optimize_lock.acquire(blocking=False):
             return
         try:
-            self._changes = 0
+            changes, self._changes = self._changes, 0
+            started = time.monotonic()
+            log.info(INDEX_BUILD_STARTED, extra={"changes": changes})
             self._shard.optimize()
             self._shard.flush()
+            log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - started, 2)})
         finally:
             self._optimize_lock.release()
 

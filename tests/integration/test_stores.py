@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -174,8 +175,11 @@ class _CountingShard:
         return getattr(self._shard, name)
 
 
-def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintenance_thread(tmp_path):
+def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintenance_thread(tmp_path, caplog):
     from api.app import _IndexMaintainer
+    from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
+
+    caplog.set_level(logging.INFO, logger="pipeline.vectors")
 
     store = EdgeVectorStore(str(tmp_path / "shard"), SIZE, optimize_min_changes=5, optimize_quiet_s=0.3)
     store.ensure_collection()
@@ -197,6 +201,11 @@ def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintena
         maintainer.stop()
         maintainer.join(5)
     assert shard.optimize_threads == ["vector-maintenance"]  # once, off the request path
+    # Logged around the build (it holds vector writes): what changed and how long it took.
+    builds = [(r.getMessage(), getattr(r, "changes", None)) for r in caplog.records if r.name == "pipeline.vectors"]
+    assert builds == [(INDEX_BUILD_STARTED, 6), (INDEX_BUILD_FINISHED, 6)]
+    finished = next(r for r in caplog.records if r.getMessage() == INDEX_BUILD_FINISHED)
+    assert isinstance(finished.seconds, float) and finished.seconds >= 0
     assert ids(store.search(VectorQuery(unit(4), 1))) == ["p4"] and store.count() == 6
     store.maintain()
     assert shard.optimize_threads == ["vector-maintenance"]  # nothing changed since

@@ -1,0 +1,14 @@
+from ops.bench_singles import vector_messages
+
+
+def test_vector_messages_counts_only_the_vector_stage_across_label_sets():
+    text = "\n".join([
+        "# HELP dramatiq_messages_total Messages processed.",
+        "# TYPE dramatiq_messages_total counter",
+        'dramatiq_messages_total{actor_name="index_vectors",queue_name="vectors"} 12.0',
+        'dramatiq_messages_total{actor_name="index_vectors",queue_name="vectors.DQ"} 3.0',
+        'dramatiq_messages_total{actor_name="link_similar",queue_name="similarity"} 40.0',
+        'dramatiq_messages_created{actor_name="index_vectors",queue_name="vectors"} 1.7e+09',
+    ])
+    assert vector_messages(text) == 15.0
+    assert vector_messages("") == 0.0
