@@ -51,6 +51,7 @@ class ScoringWeights(BaseModel, frozen=True):
     relevance: float = 0.0
     temporal: float = 0.10
     lexical: float = 0.1
+    time_mention: float = 0.0
 
 
 class ContextBonuses(BaseModel, frozen=True):
@@ -170,6 +171,7 @@ class Settings(BaseSettings):
     search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
     search_weight_lexical: float = Field(0.0, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off; 0.1 with RECALL_KEYWORD_SEARCH=always).")
+    search_weight_time_mention: float = Field(0.1, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off.")
     search_weight_neighbour: float = Field(0.0, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off).")
 
     # --- Slack ingestion -------------------------------------------------------------
