@@ -160,7 +160,7 @@ class Settings(BaseSettings):
     search_recency_window_days: float = Field(180.0, gt=0, description="Recency window (linear) or half-life (exp), in days.")
     search_recency_curve: Literal["linear", "exp"] = Field("linear", description="Recency decay curve.")
     search_weight_vector: float = Field(0.35, description="Weight of vector similarity.")
-    search_weight_keyword: float = Field(0.35, description="Weight of keyword match.")
+    search_weight_keyword: float = Field(0.35, description="Weight of keyword match (0.15 in the quality mode, where the pool BM25 already weighs the words).")
     search_weight_metadata: float = Field(0.35, description="Weight of the metadata sidecar match.")
     search_weight_exact: float = Field(0.20, description="Weight of a whole-query exact match.")
     search_weight_importance: float = Field(0.10, description="Weight of importance.")
