@@ -51,6 +51,7 @@ class ScoringWeights(BaseModel, frozen=True):
     relevance: float = 0.0
     temporal: float = 0.10
     lexical: float = 0.1
+    time_mention: float = 0.0
 
 
 class ContextBonuses(BaseModel, frozen=True):
@@ -159,7 +160,7 @@ class Settings(BaseSettings):
     search_recency_window_days: float = Field(180.0, gt=0, description="Recency window (linear) or half-life (exp), in days.")
     search_recency_curve: Literal["linear", "exp"] = Field("linear", description="Recency decay curve.")
     search_weight_vector: float = Field(0.35, description="Weight of vector similarity.")
-    search_weight_keyword: float = Field(0.35, description="Weight of keyword match.")
+    search_weight_keyword: float = Field(0.35, description="Weight of keyword match (0.15 in the quality mode, where the pool BM25 already weighs the words).")
     search_weight_metadata: float = Field(0.35, description="Weight of the metadata sidecar match.")
     search_weight_exact: float = Field(0.20, description="Weight of a whole-query exact match.")
     search_weight_importance: float = Field(0.10, description="Weight of importance.")
@@ -170,6 +171,7 @@ class Settings(BaseSettings):
     search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
     search_weight_lexical: float = Field(0.0, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off; 0.1 with RECALL_KEYWORD_SEARCH=always).")
+    search_weight_time_mention: float = Field(0.1, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off.")
     search_weight_neighbour: float = Field(0.0, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off).")
 
     # --- Slack ingestion -------------------------------------------------------------

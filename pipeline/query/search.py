@@ -26,6 +26,7 @@ from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
 from pipeline.query.state import StateReport, resolve_heads, validity_reason
+from pipeline.query.when import asks_when, states_time
 
 log = logging.getLogger(__name__)
 
@@ -209,11 +210,13 @@ class QuerySearch:
     # --- scoring -----------------------------------------------------------------------
     def score(self, pool: list[Candidate], ctx: SearchContext, text: str | None, keywords: list[str], gate: bool,
               lexical: bool = False) -> list[Scored]:
-        """Hybrid scores; with ``lexical``, plus the pool's BM25 (``SEARCH_WEIGHT_LEXICAL``)."""
+        """Hybrid scores; with ``lexical``, plus the pool's BM25 (``SEARCH_WEIGHT_LEXICAL``) and, for a
+        when-question, the time-mention bonus (``SEARCH_WEIGHT_TIME_MENTION``, see ``when.py``)."""
         weight = self._policy.weights.lexical
         bm25 = None
         if lexical and text and weight > 0 and pool:
             bm25 = self._policy.lexical.scores(text, [c.memory.get("content") or "" for c in pool])
+        time_weight = self._policy.weights.time_mention if lexical and asks_when(text) else 0.0
         rows = []
         for index, candidate in enumerate(pool):
             components = score_components(
@@ -227,6 +230,9 @@ class QuerySearch:
             if bm25 is not None:  # a key of its own, like temporal: absent when the stage is off
                 components["lexical"] = bm25[index]
                 total += weight * bm25[index]
+            if time_weight > 0:  # a key of its own too: present on every candidate of a when-question
+                components["time_mention"] = 1.0 if states_time(candidate.memory.get("content")) else 0.0
+                total += time_weight * components["time_mention"]
             if candidate.match_type == "entity_expansion":
                 components["entity_expansion"] = self._policy.entity_score
                 total += components["entity_expansion"]

@@ -188,6 +188,21 @@ def test_recency_bias_on_reranks_and_echoes(api):
     assert recall(api, query="latest standup schedule", tags=tag, recency_bias="auto")["recency_bias"] == "on"
 
 
+def test_when_question_lifts_the_memory_that_states_a_time(api):
+    """SEARCH_WEIGHT_TIME_MENTION (default 0.1): a when-question gives ``time_mention`` to every
+    candidate, 1.0 where the content states a time; other questions leave the key out."""
+    tag = scope()
+    dated = store(api, "Caroline went to the pottery class yesterday", [tag])
+    undated = store(api, "Caroline went to the pottery class", [tag])
+    body = recall(api, query="When did Caroline go to the pottery class?", tags=tag)
+    by_id = {r["id"]: r for r in body["results"]}
+    assert by_id[dated]["score_components"]["time_mention"] == 1.0
+    assert by_id[undated]["score_components"]["time_mention"] == 0.0
+    assert ids(body)[0] == dated
+    plain = recall(api, query="Did Caroline go to the pottery class?", tags=tag)
+    assert all("time_mention" not in r["score_components"] for r in plain["results"])
+
+
 def test_min_score_and_score_filter(api):
     tag = scope()
     store(api, "quarterly budget review", [tag])
