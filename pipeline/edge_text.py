@@ -12,7 +12,9 @@ case, words of two letters or more, the engine's stop words, Snowball English st
 Migration. Points written before this layout keep ``content`` inside the packed payload
 document, where no index sees it. A shard that lacks the marker file below is therefore
 rewritten once (every point's payload repacked, ``content`` native) by the maintenance
-thread; until the marker is written, keyword search uses the graph's full-text index.
+thread; until the marker is written, keyword search uses the graph's full-text index. Each
+rewritten point leaves its indexed segment (Qdrant moves a point on any update), so an index
+build follows the migration (at 100k on this machine: ~47 s of repacking, then the build).
 """
 
 from __future__ import annotations
