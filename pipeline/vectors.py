@@ -307,15 +307,22 @@ class EdgeVectorStore:
         """The ``limit`` best BM25 matches of ``text`` in scope, with payloads and vectors.
 
         Scored by Edge over the whole shard (IDF among all memories, document lengths as
-        indexed), filtered as the dense search is, archived and excluded types included.
+        indexed), filtered as the dense search is. Optimistic about the two exclusions, as
+        ``search`` is: without them first, again with them only when a hit is excluded.
         """
         if not self._text_ready:
             return None
         qe = self._qe
-        hits = self._shard.query(qe.QueryRequest(
-            limit=limit, query=qe.TextQuery(edge_text.TEXT_FIELD, text),
-            filter=self._filter(VectorQuery([], limit, scope)), with_payload=True, with_vector=True,
-        ))
+        query = VectorQuery([], limit, scope)
+
+        def run(exclusions: bool):
+            return self._shard.query(qe.QueryRequest(
+                limit=limit, query=qe.TextQuery(edge_text.TEXT_FIELD, text),
+                filter=self._filter(query, exclusions), with_payload=True, with_vector=True,
+            ))
+        hits = run(exclusions=False)
+        if any(is_excluded(h.payload, scope) for h in hits):
+            hits = run(exclusions=True)
         return [VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload), _dense(h.vector))
                 for h in hits]
 
