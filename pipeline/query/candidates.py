@@ -167,9 +167,9 @@ class CandidateSources:
             return None
         if hits is None:
             return None
+        similarities = cosines(vector, [h.vector for h in hits]) if vector is not None else [0.0] * len(hits)
         return [Candidate(from_payload(h.payload, h.memory_id), "keyword", "qdrant", match_score=h.score, query=query,
-                          vector=cosine(vector, h.vector) if vector is not None and h.vector is not None else 0.0)
-                for h in hits]
+                          vector=similarity) for h, similarity in zip(hits, similarities)]
 
     def _ranked_matches(self, terms: list[str], scope: Scope, limit: int, query: str, rerank: PoolBM25,
                         read: int) -> list[tuple[dict[str, Any], float]]:
@@ -230,6 +230,23 @@ def cosine(a: list[float], b: list[float]) -> float:
     left, right = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
     norms = float(np.linalg.norm(left) * np.linalg.norm(right))
     return float(left @ right) / norms if norms else 0.0
+
+
+def cosines(query: list[float], vectors: list[list[float] | None]) -> list[float]:
+    """``cosine`` of the query with each vector in one matrix product (0.0 where a vector is
+    missing or of another size): per hit, numpy's call overhead was most of the cost (20 hits:
+    0.77 ms one by one)."""
+    present = [i for i, v in enumerate(vectors) if v is not None and len(v) == len(query)]
+    result = [0.0] * len(vectors)
+    if not present:
+        return result
+    matrix = np.asarray([vectors[i] for i in present], dtype=np.float32)
+    left = np.asarray(query, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(left))
+    dots = matrix @ left
+    for row, i in enumerate(present):
+        result[i] = float(dots[row] / norms[row]) if norms[row] else 0.0
+    return result
 
 
 def metadata_match(keywords: list[str], memory: dict[str, Any]) -> float:
