@@ -42,6 +42,9 @@ def text_index_params(qe) -> Any:
         stopwords=qe.StopwordsSet(custom=set(STOP_WORDS)),
         stemmer=qe.SnowballParams(qe.SnowballLanguage.English),
         scoring=True,
+        # Only TextQuery reads this index, never a dense search filtered by text: no extra HNSW
+        # links per frequent word at index builds.
+        enable_hnsw=False,
     )
 
 
