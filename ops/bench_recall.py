@@ -9,6 +9,12 @@ subject here is recall, not ingestion. Then a real web process (uvicorn, as depl
 in. Four scenarios: (a) plain, (b) tag-scoped, (c) expand_relations (~3 edges per memory),
 (d) expand_entities. Server-side ``query_time_ms`` and client-side latency, p50/p95/p99.
 Prints a table, the largest ÷ smallest size ratios, and writes ops/results/bench_recall.json.
+Each scenario also reports the CPU the web process and the graph server spent per recall
+(``/proc``), which a shared machine's load disturbs far less than wall-clock latency.
+
+``--variant 'NAME=VALUE …'`` (repeatable) measures each size again with the web process
+restarted with those settings, over the same stores, in the same run: the first variant's
+figures (or the defaults') are ``results``, every variant's are under ``variants``.
 
 ``--store DIR`` keeps each size's stores (both redis-servers' AOF files, the Edge shard with
 its built index) under ``DIR/<size>/`` and reuses them on the next run with the same seed:
@@ -35,6 +41,7 @@ from pathlib import Path
 import orjson
 from falkordb import FalkorDB
 
+from ops.suite.procs import cpu_seconds
 from pipeline.embedding import HashEmbedder
 from pipeline.graph import GraphStore
 from pipeline.records import MemoryRecord
@@ -130,7 +137,8 @@ def prime_page_cache(directory: Path) -> int:
     return total
 
 
-def measure(stack: Stack, records: list[MemoryRecord], embedder: HashEmbedder, rng: random.Random, queries: int) -> dict:
+def measure(stack: Stack, records: list[MemoryRecord], embedder: HashEmbedder, rng: random.Random, queries: int,
+            graph_pid: int | None = None) -> dict:
     picks = [rng.choice(records) for _ in range(queries)]
     plans = []
     for record in picks:
@@ -159,7 +167,10 @@ def measure(stack: Stack, records: list[MemoryRecord], embedder: HashEmbedder, r
                 return elapsed, body["query_time_ms"], body["count"]
             for plan in plans[:20]:  # warm-up
                 run(plan)
+            cpu_before = cpu_seconds(stack.web.pid), cpu_seconds(graph_pid) if graph_pid else 0.0
             samples = [run(plan) for plan in plans]
+            web_cpu = (cpu_seconds(stack.web.pid) - cpu_before[0]) * 1000 / len(plans)
+            graph_cpu = ((cpu_seconds(graph_pid) - cpu_before[1]) * 1000 / len(plans)) if graph_pid else 0.0
             client_ms = [s[0] for s in samples]
             server_ms = [s[1] for s in samples]
             out[name] = {
@@ -167,21 +178,27 @@ def measure(stack: Stack, records: list[MemoryRecord], embedder: HashEmbedder, r
                 "server_p99": percentile(server_ms, 99), "client_p50": percentile(client_ms, 50),
                 "client_p95": percentile(client_ms, 95), "client_p99": percentile(client_ms, 99),
                 "mean_results": round(statistics.fmean(s[2] for s in samples), 2),
+                "web_cpu_ms": round(web_cpu, 2), "graph_cpu_ms": round(graph_cpu, 2),
             }
     finally:
         connection.close()
     return out
 
 
-def print_table(results: dict[int, dict]) -> None:
-    header = f"{'size':>7} {'scenario':<20} {'srv p50':>8} {'srv p95':>8} {'srv p99':>8} {'cli p50':>8} {'cli p95':>8} {'cli p99':>8} {'results':>8}"
+def print_table(results: dict[int, dict], variant: str | None = None) -> None:
+    header = (f"{'size':>7} {'scenario':<20} {'srv p50':>8} {'srv p95':>8} {'srv p99':>8} {'cli p50':>8} {'cli p95':>8} "
+              f"{'cli p99':>8} {'web cpu':>8} {'fdb cpu':>8} {'results':>8}")
+    if variant is not None:
+        print(f"settings: {variant}")
     print(header)
     print("-" * len(header))
     for size, scenarios in results.items():
         for name, r in scenarios.items():
             print(f"{size:>7} {name:<20} {r['server_p50']:>8.2f} {r['server_p95']:>8.2f} {r['server_p99']:>8.2f} "
-                  f"{r['client_p50']:>8.2f} {r['client_p95']:>8.2f} {r['client_p99']:>8.2f} {r['mean_results']:>8}")
-    print("(milliseconds; srv = query_time_ms reported by the engine, cli = HTTP round trip)")
+                  f"{r['client_p50']:>8.2f} {r['client_p95']:>8.2f} {r['client_p99']:>8.2f} "
+                  f"{r.get('web_cpu_ms', 0):>8.2f} {r.get('graph_cpu_ms', 0):>8.2f} {r['mean_results']:>8}")
+    print("(milliseconds; srv = query_time_ms reported by the engine, cli = HTTP round trip; "
+          "web/fdb cpu = CPU per recall of the web process / the FalkorDB server)")
 
 
 def build(stack: Stack, graph: GraphStore, records: list[MemoryRecord], seed: int, embedder: HashEmbedder) -> dict:
@@ -212,7 +229,8 @@ def compact_aof(port: int, timeout: float = 600) -> None:
     raise RuntimeError("AOF rewrite did not finish")
 
 
-def run_size(size: int, args, words: list[str], embedder: HashEmbedder) -> tuple[dict, dict]:
+def run_size(size: int, args, words: list[str], embedder: HashEmbedder,
+             variants: list[tuple[str, dict[str, str]]]) -> tuple[dict[str, dict], dict]:
     """Build (or reuse) one size's stores, serve them from a real web process, measure."""
     records = make_records(random.Random(f"records-{args.seed}-{size}"), words, 0, size)
     base = Path(args.store) / str(size) if args.store else Path(tempfile.mkdtemp(prefix=f"mempipe-bench-{size}-"))
@@ -238,10 +256,17 @@ def run_size(size: int, args, words: list[str], embedder: HashEmbedder) -> tuple
                 compact_aof(stack.graph_port)
                 manifest.write_text(json.dumps({"seed": args.seed, "size": size, "build": timing}))
             print(f"{size} memories: loaded in {timing['load_s']} s, index built in {timing['optimize_s']} s", flush=True)
-        stack.start_web(timeout=300)
-        primed = prime_page_cache(data_dir / "qdrant-edge")
-        print(f"{size} memories: {primed / 2**20:.0f} MiB of Edge shard files read into the page cache", flush=True)
-        result = measure(stack, records, embedder, random.Random(f"queries-{args.seed}"), args.queries)
+        base_env = dict(stack.extra_env)
+        result = {}
+        for label, settings in variants:  # one web process per variant, over the same stores
+            stack.extra_env = {**base_env, **settings}
+            stack.start_web(timeout=300)
+            primed = prime_page_cache(data_dir / "qdrant-edge")
+            print(f"{size} memories: {primed / 2**20:.0f} MiB of Edge shard files read into the page cache", flush=True)
+            result[label] = measure(stack, records, embedder, random.Random(f"queries-{args.seed}"), args.queries,
+                                    servers.graph.process.pid)
+            stack.web.terminate()
+            stack.web.wait(30)
     finally:
         stack.stop()
         servers.stop()
@@ -267,21 +292,31 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--store", help="keep each size's stores under DIR/<size>/ and reuse them on later runs")
+    parser.add_argument("--variant", action="append", default=[], metavar="'NAME=VALUE …'",
+                        help="measure again with the web process restarted with these settings (repeatable; "
+                             "the first is reported as results)")
     args = parser.parse_args()
+    variants = [(v.strip() or "(defaults)", dict(item.split("=", 1) for item in v.split())) for v in args.variant]
+    variants = variants or [("(defaults)", {})]
     sizes = sorted(int(s) for s in args.sizes.split(","))
     words = vocabulary(random.Random(args.seed))
     embedder = HashEmbedder()
-    results: dict[int, dict] = {}
+    by_variant: dict[str, dict[int, dict]] = {label: {} for label, _ in variants}
     timings: dict[int, dict] = {}
     loads: dict[int, dict] = {}
     for size in sizes:
         before = load_average()
-        results[size], timings[size] = run_size(size, args, words, embedder)
+        measured, timings[size] = run_size(size, args, words, embedder, variants)
         loads[size] = {"before": before, "after": load_average()}
-        print_table({size: results[size]})  # as it goes: the larger size takes minutes to build
+        for label, result in measured.items():
+            by_variant[label][size] = result
+            print_table({size: result}, label)  # as it goes: the larger size takes minutes to build
         print(f"load average before/after: {before} / {loads[size]['after']}\n", flush=True)
+    results = by_variant[variants[0][0]]
     print()
-    print_table(results)
+    for label, _ in variants:
+        print_table(by_variant[label], label)
+        print()
     growth = ratios(results)
     if growth:
         print(f"\n{max(sizes)} ÷ {min(sizes)}:")
@@ -294,6 +329,8 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "queries_per_scenario": args.queries, "load": timings, "load_average": loads, "results": results,
         "ratio_largest_to_smallest": growth,
+        "variants": {label: {"settings": settings, "results": by_variant[label], "ratio_largest_to_smallest":
+                             ratios(by_variant[label])} for label, settings in variants},
     }, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
     print(f"\nwritten {path}")
 

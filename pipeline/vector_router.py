@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.vectors import VectorHit, VectorPoint, VectorQuery, VectorRecord, VectorStore
 
 if TYPE_CHECKING:
+    from pipeline.graph import Scope
     from pipeline.services import Services
 
 
@@ -42,6 +43,9 @@ class VectorRouter:
 
     def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
         return self.live().search_many(queries)
+
+    def text_search(self, text: str, scope: "Scope", limit: int) -> list[VectorHit] | None:
+        return self.live().text_search(text, scope, limit)
 
     def count(self) -> int:
         return self.live().count()

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pipeline import edge_text
 from pipeline.config import Settings
 from pipeline.edge_payload import needs_document, pack_payload, unpack_payload
 from pipeline.errors import VectorSizeMismatch
@@ -31,8 +32,10 @@ log = logging.getLogger(__name__)
 # it) for seconds, so operators and the ingest benchmark need to see when one ran.
 INDEX_BUILD_STARTED = "edge index build started"
 INDEX_BUILD_FINISHED = "edge index build finished"
-# What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document).
-EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES)
+# What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document):
+# the indexed ones, ``content`` included (its scored text index is keyword search, see
+# pipeline.edge_text).
+EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES + (edge_text.TEXT_FIELD,))
 # Every search excludes archived points. A keyword ``lifecycle`` field carries that state: a
 # keyword must_not is served from its index (~0.7 ms at 5k points), where the same check on
 # a bool index measured 24-37 ms.
@@ -56,6 +59,7 @@ class VectorHit:
     memory_id: str
     score: float
     payload: dict[str, Any]
+    vector: list[float] | None = None  # only when the search was asked for it
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class VectorStore(Protocol):
     def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None: ...
     def search(self, query: VectorQuery) -> list[VectorHit]: ...
     def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]: ...  # one call, hits per query
+    # BM25 keyword hits (with their vectors) in scope; None where the store has no text index
+    def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None: ...
     def count(self) -> int: ...
     def ping(self) -> bool: ...
     def maintain(self) -> None: ...
@@ -135,6 +141,13 @@ def _build_filter(scope: Scope, *, field, one, any_of, range_, combine, exclusio
     return combine(must, must_not)
 
 
+def _dense(vector: Any) -> list[float] | None:
+    """A returned point's vector: the unnamed dense one (Edge may return a name → vector map)."""
+    if isinstance(vector, dict):
+        vector = vector.get("") if "" in vector else next(iter(vector.values()), None)
+    return list(vector) if vector is not None else None
+
+
 def is_excluded(payload: dict[str, Any], scope: Scope) -> bool:
     """The exclusions of ``_build_filter``, checked on a hit's payload."""
     return payload.get("lifecycle") == ARCHIVED or payload.get("type") in scope.excluded_types
@@ -160,6 +173,7 @@ class EdgeVectorStore:
         self._optimize_lock = threading.Lock()
         self._payload_lock = threading.Lock()
         self._shard = None
+        self._text_ready = False  # every point's content in the scored text index (pipeline.edge_text)
 
     def ensure_collection(self) -> None:
         import os
@@ -167,6 +181,7 @@ class EdgeVectorStore:
         qe = self._qe
         config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._size, distance=qe.Distance.Cosine),
                                payload_memory=getattr(qe.Memory, self._payload_memory.capitalize()))
+        fresh = False
         if self._shard is not None:
             pass  # already open in this process (a shard can only be opened once)
         elif os.path.isdir(self._path) and os.listdir(self._path):
@@ -183,10 +198,36 @@ class EdgeVectorStore:
         else:
             os.makedirs(self._path, exist_ok=True)
             self._shard = qe.EdgeShard.create(self._path, config)
+            fresh = True
         for name in KEYWORD_INDEXES:
             self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
         for name in FLOAT_INDEXES:
             self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
+        version = edge_text.VERSION if fresh else edge_text.marker_version(self._path)
+        edge_text.ensure_index(self._shard, qe, rebuild=0 < version < edge_text.VERSION)
+        if fresh:
+            edge_text.write_marker(self._path)
+        # An older shard answers keyword search from the graph until maintain() has repacked it.
+        self._text_ready = version == edge_text.VERSION
+
+    @property
+    def text_ready(self) -> bool:
+        return self._text_ready
+
+    def backfill_text(self) -> int:
+        """Bring every point's content into the text index (once per shard); returns points rewritten."""
+        if self._text_ready:
+            return 0
+        rewritten = edge_text.backfill(self._shard, self._qe, self._pack, self._payload_lock)
+        # A payload update moves the point out of its indexed segment into the appendable one,
+        # where dense search is a full scan (100k points: 12 ms a search instead of ~2): the
+        # rewritten points count as changes, so the index is built again (maintain() goes on to it).
+        self._changes += rewritten
+        self._last_change = time.monotonic()
+        self._shard.flush()
+        edge_text.write_marker(self._path)
+        self._text_ready = True
+        return rewritten
 
     def _persisted_payload_memory(self) -> str:
         """The payload placement the shard was last opened with (``cold`` when it never said)."""
@@ -269,6 +310,29 @@ class EdgeVectorStore:
         results = self._shard.query_batch(qe.QueryBatchRequest(requests))
         return [[VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload)) for h in hits] for hits in results]
 
+    def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None:
+        """The ``limit`` best BM25 matches of ``text`` in scope, with payloads and vectors.
+
+        Scored by Edge over the whole shard (IDF among all memories, document lengths as
+        indexed), filtered as the dense search is. Optimistic about the two exclusions, as
+        ``search`` is: without them first, again with them only when a hit is excluded.
+        """
+        if not self._text_ready:
+            return None
+        qe = self._qe
+        query = VectorQuery([], limit, scope)
+
+        def run(exclusions: bool):
+            return self._shard.query(qe.QueryRequest(
+                limit=limit, query=qe.TextQuery(edge_text.TEXT_FIELD, text),
+                filter=self._filter(query, exclusions), with_payload=True, with_vector=True,
+            ))
+        hits = run(exclusions=False)
+        if any(is_excluded(h.payload, scope) for h in hits):
+            hits = run(exclusions=True)
+        return [VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload), _dense(h.vector))
+                for h in hits]
+
     def count(self) -> int:
         return int(self._shard.count(self._qe.CountRequest(exact=True)))
 
@@ -310,6 +374,11 @@ class EdgeVectorStore:
 
     def maintain(self) -> None:
         """Build the HNSW index when enough has changed. Blocks: call it off the request path."""
+        if not self._text_ready and self._optimize_lock.acquire(blocking=False):
+            try:  # an older shard's one-off migration (pipeline.edge_text)
+                self.backfill_text()
+            finally:
+                self._optimize_lock.release()
         if self._changes < self._optimize_min_changes:
             return
         # optimize() holds the shard for seconds (tens at bulk sizes): during a bulk import it
@@ -416,6 +485,10 @@ class QdrantServerVectorStore:
             with_payload=True if query.with_payload else ["memory_id"],
         )
         return [VectorHit(p.payload["memory_id"], float(p.score), p.payload) for p in response.points]
+
+    def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None:
+        """Not offered: keyword search goes to the graph's full-text index."""
+        return None
 
     def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
         if not queries:

@@ -125,17 +125,28 @@ class CandidateSources:
                 candidate.vector = cosine(vector, record.vector)
 
     def keyword(self, keywords: list[str], scope: Scope, limit: int, query: str | None,
-                rerank: PoolBM25 | None = None, read: int = 0) -> list[Candidate]:
-        """Full-text candidates; with ``rerank``, the best ``limit`` of up to ``read`` matches by BM25.
+                rerank: PoolBM25 | None = None, read: int = 0, source: str = "graph",
+                vector: list[float] | None = None) -> list[Candidate]:
+        """Keyword candidates: the best ``limit`` matches of the query's words.
 
-        The index's own order is no guide to which matches are best: every match of a
-        speaker's name scores alike, so its top rows are whoever said the name, not the turns
-        that share the query's rarer words. Reading more matches and ranking them by BM25 over
-        that match set (IDF among the memories that share any query term) keeps the ones that do.
+        ``source`` ``auto``: BM25 inside the vector store (Edge's scored text index, one
+        in-process call, hits carrying their vectors, so ``vector`` gives them their cosine
+        here); where the store offers none (a Qdrant server, an Edge shard not yet migrated),
+        and with ``graph``, the FalkorDB full-text index.
+
+        The full-text index's own order is no guide to which matches are best: every match of
+        a speaker's name scores alike, so its top rows are whoever said the name, not the turns
+        that share the query's rarer words. With ``rerank`` it reads up to ``read`` matches and
+        ranks them by BM25 over that match set (IDF among the memories that share any query
+        term) to keep the ones that do.
         """
         terms = fulltext_terms(keywords)
         if not terms or limit <= 0:
             return []
+        if source == "auto":
+            found = self._text_hits(" ".join(terms), scope, limit, query, vector)
+            if found is not None:
+                return found
         try:
             if rerank is not None and query and read > limit:
                 rows = self._ranked_matches(terms, scope, limit, query, rerank, read)
@@ -145,6 +156,20 @@ class CandidateSources:
             log.warning("keyword search failed; answering from vectors only: %s", exc)
             return []
         return [Candidate(m, "keyword", "graph", match_score=score, query=query) for m, score in rows]
+
+    def _text_hits(self, text: str, scope: Scope, limit: int, query: str | None,
+                   vector: list[float] | None) -> list[Candidate] | None:
+        """BM25 hits from the vector store's text index; None when it has none (use the graph)."""
+        try:
+            hits = self._vectors().text_search(text, scope, limit)
+        except Exception as exc:  # the graph's index answers instead
+            log.warning("vector store keyword search failed; using the graph's full-text index: %s", exc)
+            return None
+        if hits is None:
+            return None
+        similarities = cosines(vector, [h.vector for h in hits]) if vector is not None else [0.0] * len(hits)
+        return [Candidate(from_payload(h.payload, h.memory_id), "keyword", "qdrant", match_score=h.score, query=query,
+                          vector=similarity) for h, similarity in zip(hits, similarities)]
 
     def _ranked_matches(self, terms: list[str], scope: Scope, limit: int, query: str, rerank: PoolBM25,
                         read: int) -> list[tuple[dict[str, Any], float]]:
@@ -205,6 +230,23 @@ def cosine(a: list[float], b: list[float]) -> float:
     left, right = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
     norms = float(np.linalg.norm(left) * np.linalg.norm(right))
     return float(left @ right) / norms if norms else 0.0
+
+
+def cosines(query: list[float], vectors: list[list[float] | None]) -> list[float]:
+    """``cosine`` of the query with each vector in one matrix product (0.0 where a vector is
+    missing or of another size): per hit, numpy's call overhead was most of the cost (20 hits:
+    0.77 ms one by one)."""
+    present = [i for i, v in enumerate(vectors) if v is not None and len(v) == len(query)]
+    result = [0.0] * len(vectors)
+    if not present:
+        return result
+    matrix = np.asarray([vectors[i] for i in present], dtype=np.float32)
+    left = np.asarray(query, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(left))
+    dots = matrix @ left
+    for row, i in enumerate(present):
+        result[i] = float(dots[row] / norms[row]) if norms[row] else 0.0
+    return result
 
 
 def metadata_match(keywords: list[str], memory: dict[str, Any]) -> float:

@@ -62,6 +62,7 @@ class RecallEngine:
             keyword_mode=settings.recall_keyword_search,
             keyword_read=settings.recall_keyword_read,
             keyword_per_result=settings.recall_keyword_per_result,
+            keyword_source=settings.recall_keyword_source,
             neighbour_weight=settings.search_weight_neighbour,
             neighbour_seeds=settings.recall_neighbour_seeds,
             metadata_enabled=settings.recall_metadata_search_enabled,

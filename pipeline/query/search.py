@@ -46,6 +46,7 @@ class SearchPolicy:
     entity_score: float
     keyword_read: int = 0
     keyword_per_result: int = 2
+    keyword_source: str = "graph"
     neighbour_weight: float = 0.0
     neighbour_seeds: int = 0
     lexical: PoolBM25 = field(default_factory=PoolBM25)
@@ -132,7 +133,8 @@ class QuerySearch:
             slots = fetch - len(pool)
             if always:
                 slots = max(slots, min(fetch, request.limit * self._policy.keyword_per_result))
-            found = self._sources.keyword(keywords, ctx.scope, slots, text, self._policy.lexical, self._policy.keyword_read)
+            found = self._sources.keyword(keywords, ctx.scope, slots, text, self._policy.lexical, self._policy.keyword_read,
+                                          self._policy.keyword_source, vector if ctx.vector_status.enabled else None)
             pool += [c for c in found if c.id not in seen]
             seen = {c.id for c in pool}
         if around is not None:

@@ -371,14 +371,16 @@ def _recall_past_the_vector_pool(api):
     return target, vector, body
 
 
-def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbours(servers):
+@pytest.mark.parametrize("source", ["auto", "graph"])
+def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbours(servers, source):
     """RECALL_KEYWORD_SEARCH=always: a memory the vector search does not reach still enters through
-    full-text search, with the cosine a vector hit would have had, and its rare matching word
-    (BM25) puts it first."""
+    keyword search (auto: the Edge shard's BM25 text index; graph: FalkorDB's full-text index),
+    with the cosine a vector hit would have had, and its rare matching word (BM25) puts it first."""
     from pipeline.embedding import HashEmbedder
     from tests.stack import Stack
 
-    stack = Stack.create(servers, recall_keyword_search="always", search_weight_lexical="0.1")
+    stack = Stack.create(servers, recall_keyword_search="always", search_weight_lexical="0.1",
+                         recall_keyword_source=source)
     try:
         stack.start_web()
         stack.start_worker(processes=1, threads=2)
@@ -388,7 +390,7 @@ def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbour
     finally:
         stack.stop()
     result = body["results"][0]
-    assert result["match_type"] == "keyword"
+    assert result["match_type"] == "keyword" and result["source"] == {"auto": "qdrant", "graph": "graph"}[source]
     stored = HashEmbedder().embed(["zebrafish tank: a weather note"])[0]
     cosine = sum(a * b for a, b in zip(vector, stored))
     assert result["score_components"]["vector"] == pytest.approx(max(0.0, min(1.0, cosine)), abs=1e-4)

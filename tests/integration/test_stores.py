@@ -14,7 +14,7 @@ from falkordb import FalkorDB
 from pipeline.config import Settings
 from pipeline.errors import VectorSizeMismatch
 from pipeline.graph import GraphStore, Scope, TagFilter
-from pipeline.records import build_new_record, Limits
+from pipeline.records import build_new_record, Limits, point_id_for
 from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
 
 pytestmark = pytest.mark.integration
@@ -243,4 +243,82 @@ def test_edge_payloads_in_ram_and_a_cold_shard_converted_at_its_next_index_build
     shard = reopened._shard = _CountingShard(reopened._shard)
     reopened.maintain()
     assert shard.optimize_threads == []  # already converted: nothing to rebuild
+    reopened.close()
+
+
+# --- keyword search in the Edge shard (issue 7/3) ----------------------------------------------
+def text_point(memory_id: str, i: int, content: str, tags: list[str], archived: bool = False) -> VectorPoint:
+    memory = {"id": memory_id, "content": content, "tags": tags, "type": "Context", "importance": 0.5,
+              "timestamp": "2025-01-01T00:00:00+00:00", "metadata": {"k": i}, "archived": archived}
+    return VectorPoint(memory_id, unit(i), vector_payload(memory))
+
+
+TEXTS = {
+    "paint": "Caroline painted a sunset over the lake in Sweden",
+    "paint2": "Melanie paints with her kids; painting calms her",
+    "name": "Caroline went to the support group again",
+    "other": "the weather was grey all week",
+    "gone": "painting lessons in Sweden, long ago",
+}
+
+
+def test_edge_text_search_ranks_by_bm25_in_scope_with_vectors(tmp_path):
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE)
+    store.ensure_collection()
+    assert store.text_ready  # a new shard indexes content from its first point
+    store.upsert([text_point(m, i, text, ["chat:a" if m != "paint2" else "chat:b"], archived=m == "gone")
+                  for i, (m, text) in enumerate(TEXTS.items())])
+    hits = store.text_search("caroline painting sweden", Scope(), 10)
+    # stems meet ("painting" ~ "painted" ~ "paints"); unrelated memories are out; the archived
+    # one never comes back (though it counts in IDF); the rarer word ranks higher: "caroline"
+    # is in 2 memories, a form of "paint" in 3, so "name" passes "paint2" and its two "paint"s
+    assert ids(hits) == ["paint", "name", "paint2"]
+    assert hits[0].score > hits[1].score > hits[2].score > 0
+    assert hits[0].vector == pytest.approx(unit(0)) and hits[0].payload["content"] == TEXTS["paint"]
+    assert hits[0].payload["metadata"] == {"k": 0}  # the packed document still reads back whole
+    scoped = store.text_search("painting", Scope(tags=TagFilter(("chat:a",), "any", "exact")), 10)
+    assert ids(scoped) == ["paint"]
+    assert store.text_search("zebrafish", Scope(), 10) == []
+
+
+def test_server_backend_leaves_keyword_search_to_the_graph():
+    store = QdrantServerVectorStore.connect(Settings(qdrant_url=":memory:"), SIZE)
+    store.ensure_collection()
+    assert store.text_search("anything", Scope(), 5) is None
+
+
+def test_an_older_edge_shard_is_migrated_once_by_maintenance(tmp_path, monkeypatch):
+    """A shard written before content was a native field (content inside the packed document,
+    no marker) answers keyword search from the graph (None) until maintain() repacks it; then its
+    payloads read back unchanged and the text index finds them."""
+    from pipeline import edge_text, vectors as vectors_module
+
+    path = str(tmp_path / "old")
+    old_native = vectors_module.EDGE_NATIVE_FIELDS - {edge_text.TEXT_FIELD}
+    monkeypatch.setattr(vectors_module, "EDGE_NATIVE_FIELDS", old_native)
+    old = EdgeVectorStore(path, SIZE)
+    old.ensure_collection()
+    old.upsert([text_point(m, i, text, ["chat:a"]) for i, (m, text) in enumerate(TEXTS.items()) if m != "gone"])
+    raw = old._shard.retrieve([point_id_for("paint")], True, False)
+    assert edge_text.TEXT_FIELD not in raw[0].payload  # really the old layout
+    before = old.retrieve(list(TEXTS))
+    old.close()
+    (tmp_path / "old" / edge_text.MARKER).unlink()
+    monkeypatch.undo()
+
+    store = EdgeVectorStore(path, SIZE, optimize_min_changes=3)
+    store.ensure_collection()
+    assert not store.text_ready and store.text_search("painting", Scope(), 10) is None
+    store._shard = shard = _CountingShard(store._shard)
+    store.maintain()
+    # the repacked points left their indexed segment: the same maintenance pass rebuilt the index
+    assert shard.optimize_threads == [threading.current_thread().name]
+    assert store.text_ready and ids(store.text_search("painting", Scope(), 10)) == ["paint2", "paint"]
+    assert {m: r.payload for m, r in store.retrieve(list(TEXTS)).items()} == {m: r.payload for m, r in before.items()}
+    store.upsert([text_point("new", 7, "a painting of Sweden", ["chat:a"])])
+    assert "new" in ids(store.text_search("painting", Scope(), 10))
+    store.close()
+    reopened = EdgeVectorStore(path, SIZE)
+    reopened.ensure_collection()
+    assert reopened.text_ready  # the marker says so: no second migration
     reopened.close()

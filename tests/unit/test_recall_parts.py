@@ -211,3 +211,15 @@ def test_contradiction_details_report_each_pair_once_and_never_suppress():
     assert report.summary(True)["contradiction_count"] == 2 and report.summary(True)["contradictions"] == details
     assert "contradictions" not in report.summary(False) and "contradiction_count" not in report.summary(False)
     assert "contradictions" not in StateReport().summary(True)  # not looked up, not reported
+
+
+def test_batched_cosines_equal_one_by_one_and_skip_missing_vectors():
+    from pipeline.query.candidates import cosine, cosines
+
+    query = [0.3, -1.0, 2.0]
+    vectors = [[1.0, 0.0, 0.0], None, [0.3, -1.0, 2.0], [0.0, 0.0, 0.0], [1.0, 2.0]]
+    result = cosines(query, vectors)
+    assert result[0] == pytest.approx(cosine(query, vectors[0]))
+    assert result[2] == pytest.approx(1.0)
+    assert result[1] == result[3] == result[4] == 0.0  # missing, zero, other size
+    assert cosines(query, []) == [] and cosines(query, [None]) == [0.0]
