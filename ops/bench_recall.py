@@ -114,9 +114,9 @@ def convert_edge_shard(path: Path, dimensions: int) -> float:
     """Bring a reused shard to the current settings (payload placement) before the web opens
     it, as the web's maintenance thread would at its next quiet moment. Returns seconds spent."""
     began = time.perf_counter()
-    shard = EdgeVectorStore(str(path), dimensions)
+    shard = EdgeVectorStore(str(path), dimensions, text_backfill=True)
     shard.ensure_collection()
-    shard.maintain()  # an index build only when the shard asked for one on opening
+    shard.maintain()  # the text repack and an index build, only where the shard needs them
     shard.close()
     return round(time.perf_counter() - began, 1)
 

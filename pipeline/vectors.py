@@ -157,7 +157,7 @@ class EdgeVectorStore:
     backend = "qdrant-edge"
 
     def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0,
-                 payload_memory: str = "pinned"):
+                 payload_memory: str = "pinned", text_backfill: bool = False):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -174,6 +174,9 @@ class EdgeVectorStore:
         self._payload_lock = threading.Lock()
         self._shard = None
         self._text_ready = False  # every point's content in the scored text index (pipeline.edge_text)
+        # An older shard's one-off repack, then a full index build that stalls the process (the
+        # build holds the GIL): automatic only where the caller allows it (EDGE_TEXT_BACKFILL).
+        self._text_backfill = text_backfill
 
     def ensure_collection(self) -> None:
         import os
@@ -374,7 +377,7 @@ class EdgeVectorStore:
 
     def maintain(self) -> None:
         """Build the HNSW index when enough has changed. Blocks: call it off the request path."""
-        if not self._text_ready and self._optimize_lock.acquire(blocking=False):
+        if not self._text_ready and self._text_backfill and self._optimize_lock.acquire(blocking=False):
             try:  # an older shard's one-off migration (pipeline.edge_text)
                 self.backfill_text()
             finally:
@@ -558,7 +561,7 @@ def build_vector_store(settings: Settings, vector_size: int, collection: str | N
     if settings.uses_qdrant_edge:
         return EdgeVectorStore(
             str(settings.edge_path.parent / name), vector_size, settings.edge_optimize_min_changes,
-            settings.edge_optimize_quiet_s, settings.edge_payload_memory,
+            settings.edge_optimize_quiet_s, settings.edge_payload_memory, settings.edge_text_backfill,
         )
     return QdrantServerVectorStore(client or QdrantServerVectorStore.client_for(settings), name, vector_size)
 
