@@ -74,9 +74,9 @@ def wait_indexed(api: httpx.Client, expected: int, timeout: float = 1800) -> Non
     raise TimeoutError(f"{expected} memories not indexed after {timeout}s")
 
 
-def score_question(api: httpx.Client, question: Question, k_max: int) -> dict:
+def score_question(api: httpx.Client, question: Question, k_max: int, params: dict[str, str] | None = None) -> dict:
     response = api.get("/recall", params={"query": question.text, "tags": conversation_tag(question.conversation),
-                                          "limit": k_max})
+                                          "limit": k_max, **(params or {})})
     response.raise_for_status()
     ranked = [r["memory"].get("metadata", {}).get("dia_id") for r in response.json()["results"]]
     evidence = set(question.evidence)
@@ -116,10 +116,10 @@ def load_all(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict:
     return {"memories": count, "ingest_seconds": round(time.perf_counter() - started, 1)}
 
 
-def recall_all(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict:
+def recall_all(api: httpx.Client, conversations: list[tuple[str, dict]], params: dict[str, str] | None = None) -> dict:
     qs = [q for name, data in conversations for q in questions(name, data)]
     started = time.perf_counter()
-    rows = [(q.category, score_question(api, q, max(KS))) for q in qs]
+    rows = [(q.category, score_question(api, q, max(KS), params)) for q in qs]
     recall_s = time.perf_counter() - started
     return {
         "questions": len(qs),
@@ -129,8 +129,8 @@ def recall_all(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict
     }
 
 
-def run(api: httpx.Client, conversations: list[tuple[str, dict]]) -> dict:
-    return {**load_all(api, conversations), **recall_all(api, conversations)}
+def run(api: httpx.Client, conversations: list[tuple[str, dict]], params: dict[str, str] | None = None) -> dict:
+    return {**load_all(api, conversations), **recall_all(api, conversations, params)}
 
 
 def comparison(variants: list[dict]) -> str:
@@ -149,6 +149,12 @@ def _settings(items: list[str]) -> dict[str, str]:
     return dict(item.split("=", 1) for item in items)
 
 
+def _split_variant(items: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """A variant's settings (upper-case names, environment) and recall parameters (lower-case names)."""
+    pairs = _settings(items)
+    return ({k: v for k, v in pairs.items() if not k.islower()}, {k: v for k, v in pairs.items() if k.islower()})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -160,14 +166,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="a setting for the stack this command starts (repeatable), e.g. RECALL_KEYWORD_SEARCH=always")
     parser.add_argument("--variant", action="append", default=[], metavar="'NAME=VALUE …'",
                         help="after the run, restart only the web process with these settings (on top of --env) and "
-                             "recall again over the same ingest (repeatable); prints one comparison table")
+                             "recall again over the same ingest (repeatable); prints one comparison table. "
+                             "Lower-case names are recall parameters instead, e.g. 'auto_decompose=true'")
+    parser.add_argument("--recall-param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a /recall query parameter added to every recall of the first run (repeatable), "
+                             "e.g. auto_decompose=true")
     args = parser.parse_args(argv)
     conversations = load(args.data)[: args.limit_conversations]
+    params = _settings(args.recall_param)
 
     if args.url:
         headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
         with httpx.Client(base_url=args.url, headers=headers, timeout=120) as api:
-            report = run(api, conversations)
+            report = run(api, conversations, params)
     else:
         from tests.stack import Servers, Stack
 
@@ -179,24 +190,25 @@ def main(argv: list[str] | None = None) -> int:
             stack.start_worker(threads=2)
             stack.start_enrich_worker()  # as ops.serve runs it: tags entities, chains scopes
             with stack.client(timeout=120) as api:
-                report = run(api, conversations)
+                report = run(api, conversations, params)
             report["variants"] = []
             base_env = dict(stack.extra_env)
             for variant in args.variant:
-                settings = _settings(variant.split())
+                settings, variant_params = _split_variant(variant.split())
                 stack.web.terminate()
                 stack.web.wait(30)
                 stack.extra_env = {**base_env, **settings}
                 stack.start_web(timeout=300)
                 with stack.client(timeout=120) as api:
-                    report["variants"].append({"settings": settings, **recall_all(api, conversations)})
+                    report["variants"].append({"settings": {**settings, **variant_params},
+                                               **recall_all(api, conversations, variant_params)})
                 print(comparison([report["variants"][-1]]).splitlines()[-1], flush=True)  # a long run shows progress
         finally:
             stack.stop()
             servers.stop()
 
     report["provider"] = args.provider
-    report["settings"] = dict(item.split("=", 1) for item in args.env)
+    report["settings"] = {**_settings(args.env), **params}
     report["conversations"] = [name for name, _ in conversations]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench_quality.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))

@@ -149,6 +149,7 @@ class Settings(BaseSettings):
     recall_entity_search_limit: int = Field(5, ge=1, le=20, description="Entities searched by expand_entities (up to this many, each up to 5 memories).")
     recall_min_score: float = Field(0.0, ge=0, description="Default min_score: results below this final score are dropped (0 = off).")
     recall_adaptive_floor: bool = Field(True, description="Default adaptive_floor: drop weak outliers relative to the best result.")
+    recall_decompose_merge: Literal["widen", "score"] = Field("widen", description="auto_decompose: `widen` adds each sub-query's candidates to the question's pool and scores all of them against the question (LoCoMo: no worse than without decomposition); `score` scores each sub-query on its own and keeps the best-scored version, as explicit `queries[]` do (a name-only sub-query floods the results).")
     recall_adaptive_floor_ratio: float = Field(0.3, ge=0, le=1, description="Adaptive floor = best final_score × this ratio (text queries only).")
     recall_relevance_gate: float = Field(0.0, ge=0, le=1, description="In tag-scoped text recall, ramp importance/confidence/recency/tag down for results whose evidence is below this (0 = off).")
     recall_recency_bias: Literal["off", "on", "auto"] = Field("off", description="Default recency_bias re-rank mode.")

@@ -102,6 +102,15 @@ class RecallEngine:
             return decompose(request.query)
         return [request.query]
 
+    def _widens(self, request: RecallRequest, queries: list[str | None]) -> bool:
+        """Decomposed (not explicit) queries are merged by widening the question's pool.
+
+        The spec fixes the merge of explicit ``queries[]`` (best-scored version of each memory),
+        not of ``auto_decompose``'s supplementary searches, whose first query is the question.
+        """
+        return (len(queries) > 1 and not request.queries and request.auto_decompose
+                and self._settings.recall_decompose_merge == "widen")
+
     # --- recall -----------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
         started = time.perf_counter()
@@ -119,20 +128,11 @@ class RecallEngine:
         multi = len(queries) > 1
         per_query = request.per_query_limit or request.limit
 
-        pool: dict[str, Scored] = {}
-        dedup_removed = fetched_priority = 0
-        for text in queries:
-            rows, fetched = self._search.run(request.for_query(text, per_query if multi else request.limit), ctx, sort)
-            fetched_priority += fetched
-            for row in rows[:per_query] if multi else rows:
-                kept = pool.get(row.id)
-                if kept is None:
-                    pool[row.id] = row
-                else:  # keep the best-scored version of a memory found by several queries
-                    dedup_removed += 1
-                    if row.score > kept.score:
-                        pool[row.id] = row
-        rows = list(pool.values())
+        if self._widens(request, queries):
+            rows, fetched_priority, dedup_removed = self._search.run_widened(
+                request.for_query(queries[0], request.limit), ctx, sort, queries[1:], per_query)
+        else:
+            rows, fetched_priority, dedup_removed = self._merge_by_score(request, ctx, sort, queries, per_query)
         order_rows(rows, sort)
         rows, folded = collapse_duplicates(rows)
         dedup_removed += folded
@@ -167,6 +167,26 @@ class RecallEngine:
         self._record_access([r.id for r in seeds])  # seeds only, never expanded memories
         response["query_time_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return response
+
+    def _merge_by_score(self, request: RecallRequest, ctx: SearchContext, sort: str, queries: list[str | None],
+                        per_query: int) -> tuple[list[Scored], int, int]:
+        """Each query scored on its own, up to ``per_query`` rows each, the best-scored version of
+        a memory kept (the spec's merge for ``queries[]``). Rows, priority ids fetched, duplicates."""
+        multi = len(queries) > 1
+        pool: dict[str, Scored] = {}
+        dedup_removed = fetched_priority = 0
+        for text in queries:
+            rows, fetched = self._search.run(request.for_query(text, per_query if multi else request.limit), ctx, sort)
+            fetched_priority += fetched
+            for row in rows[:per_query] if multi else rows:
+                kept = pool.get(row.id)
+                if kept is None:
+                    pool[row.id] = row
+                else:  # keep the best-scored version of a memory found by several queries
+                    dedup_removed += 1
+                    if row.score > kept.score:
+                        pool[row.id] = row
+        return list(pool.values()), fetched_priority, dedup_removed
 
     # --- ranking controls ---------------------------------------------------------------
     def _recency_active(self, request: RecallRequest, sort: str, rows: list[Scored]) -> bool:

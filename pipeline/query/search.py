@@ -245,7 +245,42 @@ class QuerySearch:
         """The ordered, scored pool of one query, and how many priority ids were fetched."""
         text = request.query.strip() if request.has_text else None
         keywords = extract_keywords(text)
+        return self._ranked(request, ctx, sort, self._gather(request, ctx, keywords, sort), text, keywords)
+
+    def run_widened(self, request: RecallRequest, ctx: SearchContext, sort: str, subqueries: list[str],
+                    per_query: int) -> tuple[list[Scored], int, int]:
+        """auto_decompose: the sub-queries only widen the question's pool; everything is scored
+        against the question itself. Returns the rows, priority ids fetched, and how many
+        sub-query candidates were already in the pool (``dedup_removed``).
+
+        Scoring each sub-query's pool on its own and merging by score lets a name-only sub-query
+        ("Caroline": exact, tag and keyword all fire on the name) flood the top with every turn of
+        that person (LoCoMo recall@10 0.015, docs/benchmarks-log.md, auto_decompose session 12).
+        """
+        text = request.query.strip()
+        keywords = extract_keywords(text)
         pool = self._gather(request, ctx, keywords, sort)
+        seen = {c.id for c in pool}
+        duplicates = 0
+        added: list[Candidate] = []
+        for sub in subqueries:
+            for found in self._gather(request.for_query(sub, per_query), ctx, extract_keywords(sub), sort):
+                if found.id in seen:
+                    duplicates += 1
+                    continue
+                seen.add(found.id)
+                # what the sub-query's sources said (similarity, metadata match) was about the
+                # sub-query: the candidate enters fresh and is measured against the question
+                added.append(Candidate(found.memory, found.match_type, found.source, query=text,
+                                       relations=found.relations, extra=found.extra))
+        vector = ctx.query_vectors.get(text)
+        if added and vector is not None and ctx.vector_status.enabled:
+            self._sources.score_vectors(vector, added)
+        rows, fetched = self._ranked(request, ctx, sort, pool + added, text, keywords)
+        return rows, fetched, duplicates
+
+    def _ranked(self, request: RecallRequest, ctx: SearchContext, sort: str, pool: list[Candidate],
+                text: str | None, keywords: list[str]) -> tuple[list[Scored], int]:
         fetched = self._add_priority(pool, ctx, text) if ctx.profile.priority_ids else 0
         pairs = None
         if text and sort == "score" and self._policy.neighbour_weight > 0:  # read while the state check runs

@@ -252,6 +252,28 @@ def test_queries_dedup_and_auto_decompose(api):
     assert decomposed["queries"][0] == "What does Rachel do for work?" and "Rachel" in decomposed["queries"]
 
 
+def test_auto_decompose_name_only_sub_query_does_not_flood(api):
+    """auto_decompose searches "Caroline" alone too; scored on its own that sub-query gives every
+    Caroline turn exact + tag + keyword. Explicit ``queries[]`` keep the spec's best-score merge
+    (and flood); auto_decompose widens the question's pool and ranks it by the question."""
+    tag = scope()
+    question = "What did the adoption agency tell Caroline?"
+    evidence = store(api, "Melanie: Caroline said the adoption agency approved her application", [tag, "melanie"],
+                     metadata={"speaker": "Melanie"})
+    chatter = {store(api, f"Caroline: {line}", [tag, "caroline"], metadata={"speaker": "Caroline"})
+               for line in ("good morning", "the weather is lovely", "I had pasta for lunch", "see you soon",
+                            "my cat is asleep", "I like blue", "traffic was slow", "nice shoes")}
+    plain = recall(api, query=question, tags=tag, limit=3)
+    assert ids(plain)[0] == evidence
+    flooded = api.get("/recall", params=[("queries", question), ("queries", "Caroline"), ("tags", tag),
+                                         ("limit", "3")]).json()
+    assert set(ids(flooded)) <= chatter  # the failure mode, kept for explicit queries[] as the spec says
+    decomposed = recall(api, query=question, tags=tag, limit=3, auto_decompose="true")
+    assert ids(decomposed) == ids(plain)  # same order as the question alone: no sub-query flood
+    assert decomposed["queries"][:2] == [question, "Caroline"]  # the contract's fields stay
+    assert decomposed["dedup_removed"] >= 1  # the sub-queries found the question's candidates again
+
+
 # --- graph expansion ----------------------------------------------------------------------
 def test_expand_relations_thresholds_and_hydration(api, stack):
     tag = scope()
