@@ -51,7 +51,7 @@ class _Sources:
             near = near[:2]  # the question's own search misses the chatter
         return [Candidate(self.memories[i], "vector", "qdrant", vector=s, match_score=s, query=query) for i, s in near[:limit]]
 
-    def keyword(self, keywords, scope, limit, query, rerank=None, read=0):
+    def keyword(self, keywords, scope, limit, query, rerank=None, read=0, source="graph", vector=None):
         return []  # "fill" asks when the vector pool is short: nothing more to find here
 
     def score_vectors(self, vector, candidates):
