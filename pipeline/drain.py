@@ -30,6 +30,8 @@ from typing import Any, Iterator, Protocol
 
 import dramatiq
 
+from pipeline.observability.requestid import OPTION, message_id as current_message_id, request_id
+
 log = logging.getLogger(__name__)
 FETCH_CHUNK = 8  # messages per fetch: small, so a drain never holds much more than it uses
 
@@ -49,6 +51,7 @@ class Drained:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     message_ids: list[str] = field(default_factory=list)
+    traces: list[tuple[str, str | None]] = field(default_factory=list)  # (Dramatiq message id, request id)
 
 
 def leading_run(broker: DrainingBroker, queue: str, actor_name: str, limit: int) -> int:
@@ -88,6 +91,7 @@ def take_more(broker: DrainingBroker, queue: str, actor_name: str, have: int, ma
             if message.actor_name == actor_name and len(message.args) == 1 and isinstance(message.args[0], list):
                 drained.records += message.args[0]
                 drained.message_ids.append(redis_id)
+                drained.traces.append((message.message_id, message.options.get(OPTION)))
             else:
                 foreign.append(redis_id)
         if foreign:
@@ -116,5 +120,13 @@ def draining(broker: DrainingBroker, queue: str, actor_name: str, records: list[
         raise
     for message_id in drained.message_ids:
         broker.do_ack(queue, message_id)
+    carrier = current_message_id.get()
+    for drained_id, drained_request in drained.traces:
+        request_token, message_token = request_id.set(drained_request), current_message_id.set(drained_id)
+        try:
+            log.info("message processed", extra={"queue": queue, "drained_by": carrier})
+        finally:
+            request_id.reset(request_token)
+            current_message_id.reset(message_token)
     if drained.message_ids:
         log.debug("persisted %d extra messages with this one", len(drained.message_ids))

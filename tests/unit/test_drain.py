@@ -80,3 +80,37 @@ def test_a_message_lost_in_the_peek_fetch_race_goes_back_and_full_messages_do_no
     with draining(idle, "persist", "persist_memories", [{"id": str(i)} for i in range(5)], max_items=5) as records:
         assert len(records) == 5  # already at the bound: nothing fetched
     assert len(idle.queue) == 1
+
+
+def test_each_drained_message_logs_processed_under_its_own_request_id():
+    import logging
+
+    from pipeline.observability.requestid import OPTION, request_id
+
+    def traced(i):
+        return dramatiq.Message(queue_name="persist", actor_name="persist_memories", args=[[{"id": f"m{i}"}]],
+                                kwargs={}, options={"redis_message_id": f"r{i}", OPTION: f"req-{i}"}).encode()
+
+    class Seen(logging.Handler):  # what the JSON log's TraceContext filter would stamp: the live request id
+        lines: list = []
+
+        def emit(self, record):
+            if record.getMessage() == "message processed":
+                self.lines.append((request_id.get(), record.queue))
+
+    handler, logger = Seen(), logging.getLogger("pipeline.drain")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    token = request_id.set("req-own")
+    try:
+        with draining(FakeBroker([traced(i) for i in range(3)]), "persist", "persist_memories", [{"id": "own"}],
+                      max_items=10):
+            pass
+        with pytest.raises(RuntimeError), draining(FakeBroker([traced(9)]), "persist", "persist_memories",
+                                                   [{"id": "own"}], max_items=10):
+            raise RuntimeError("write failed")  # its drained message goes back: no line for it
+        assert request_id.get() == "req-own"  # the carrier's id is back afterwards
+    finally:
+        request_id.reset(token)
+        logger.removeHandler(handler)
+    assert Seen.lines == [("req-0", "persist"), ("req-1", "persist"), ("req-2", "persist")]
