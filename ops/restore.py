@@ -25,6 +25,7 @@ import orjson
 from ops.backup import FORMAT
 from pipeline.embedding import Embedder
 from pipeline.graph import GraphStore
+from pipeline.labelled import embed_contents
 from pipeline.maintenance import graph_ops
 from pipeline.vectors import VectorPoint, VectorStore, vector_payload
 
@@ -124,19 +125,21 @@ def restore_vectors(vectors: VectorStore, lines: Iterator[dict[str, Any]]) -> in
     return count
 
 
-def reembed_all(graph: GraphStore, vectors: VectorStore, embedder: Embedder, batch: int = 64) -> int:
+def reembed_all(graph: GraphStore, vectors: VectorStore, embedder: Embedder, batch: int = 64, *, labelled: bool = True) -> int:
     cursor, count = None, 0
     while True:
         memories, cursor = graph_ops.page_memories(graph, cursor, batch)
         if memories:
-            embedded = embedder.embed([m["content"] for m in memories])
+            # as the embed stage does, so a restored store ranks like the one it came from
+            embedded = embed_contents(embedder, [m["content"] for m in memories], labelled=labelled)
             vectors.upsert([VectorPoint(m["id"], v, vector_payload(m)) for m, v in zip(memories, embedded)])
             count += len(memories)
         if cursor is None:
             return count
 
 
-def restore(archive: Path, graph: GraphStore, vectors: VectorStore, embedder_factory, *, wipe_first: bool = False) -> dict[str, Any]:
+def restore(archive: Path, graph: GraphStore, vectors: VectorStore, embedder_factory, *, wipe_first: bool = False,
+            labelled: bool = True) -> dict[str, Any]:
     with tarfile.open(archive, "r:gz") as tar:
         parts = _members(tar)
         if "falkordb" not in parts:
@@ -147,7 +150,7 @@ def restore(archive: Path, graph: GraphStore, vectors: VectorStore, embedder_fac
         if "qdrant" in parts:
             report["vectors"] = restore_vectors(vectors, _lines(tar, parts["qdrant"]))
         else:
-            report["reembedded"] = reembed_all(graph, vectors, embedder_factory())
+            report["reembedded"] = reembed_all(graph, vectors, embedder_factory(), labelled=labelled)
     vectors.maintain()
     return report
 
@@ -162,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
 
     services = Services(get_settings())
     try:
-        report = restore(args.archive, services.graph, services.vectors, lambda: services.embedder, wipe_first=args.wipe)
+        report = restore(args.archive, services.graph, services.vectors, lambda: services.embedder, wipe_first=args.wipe,
+                         labelled=services.settings.embed_labelled_sentences)
     finally:
         services.close()
     print(orjson.dumps({"restored": report}).decode())

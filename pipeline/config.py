@@ -110,6 +110,7 @@ class Settings(BaseSettings):
     persist_drain_max_items: int = Field(500, ge=0, le=5000, description="Most records one persist call gathers from further queued persist messages, so queued single writes are written (and flow on) as one batch (0 = one message per call).")
     embed_batch_size: int = Field(64, ge=1, le=2048, description="Most texts sent to the provider in one call.")
     embed_torch_threads: int = Field(1, ge=1, le=64, description="Intra-op threads for the local model; more than 1 oversubscribes cores shared with other threads and processes.")
+    embed_labelled_sentences: bool = Field(True, description="Content that starts with a label (\"Name: …\") and holds two or more sentences is embedded sentence by sentence, each with the label, and the vectors averaged (docs/labelled-sentences.md); false embeds every content whole.")
 
     # --- Pipeline (Dramatiq) ---------------------------------------------------------
     worker_processes: int = Field(1, ge=1, description="Worker processes the launcher starts.")

@@ -13,6 +13,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import EMBED_QUEUE
+from pipeline.labelled import embed_contents
 from pipeline.maintenance.migrate import settle_outstanding
 from pipeline.packing import pack_vector
 from pipeline.tracking import EMBEDDED
@@ -29,13 +30,13 @@ def embed_memories(items: list[dict[str, Any]]) -> None:
     if not items:
         return
     state = svc.collections.state()
-    size = svc.settings.embed_batch_size
+    size, labelled = svc.settings.embed_batch_size, svc.settings.embed_labelled_sentences
     for spec in state.writable:
         wanted = [item for item in items if spec.name in item.get("collections", (spec.name,))]
         embedder = svc.embedder_for(spec)
         for start in range(0, len(wanted), size):
             chunk = wanted[start : start + size]
-            for item, vector in zip(chunk, embedder.embed([item["text"] for item in chunk])):
+            for item, vector in zip(chunk, embed_contents(embedder, [item["text"] for item in chunk], labelled=labelled)):
                 item.setdefault("vectors_f32", {})[spec.name] = pack_vector(vector)
     svc.tracker.advance([item["id"] for item in items if item.get("op") != "migrate"], EMBEDDED)
     for item in items:
