@@ -6,7 +6,7 @@
 ``dump`` recalls every scored question (as ``ops.bench_quality`` does, scoped to its
 conversation) with a large ``limit`` and keeps each result's ``score_components``, content,
 session and ``dia_id``. ``replay`` recomputes every result's score from those components with
-the given weights (the spec's defaults otherwise, plus ``lexical``, ``neighbour`` and
+the given weights (the spec's defaults otherwise, plus ``lexical``, ``neighbour``, ``neighbour_far`` and
 ``time_mention``), re-orders, and prints recall@5 / recall@10 per category and MRR: seconds per
 variant instead of a web restart and 786 recalls.
 
@@ -58,12 +58,12 @@ def dump(url: str, token: str | None, limit: int, params: dict[str, str], data: 
             return list(pool.map(one, qs))
 
 
-def _adjacent(dia: str | None) -> list[str]:
+def _adjacent(dia: str | None, steps: int = 1) -> list[str]:
     match = _DIA.fullmatch(dia or "")
     if not match:
         return []
     session, turn = int(match.group(1)), int(match.group(2))
-    return [f"D{session}:{turn - 1}", f"D{session}:{turn + 1}"]
+    return [f"D{session}:{turn - steps}", f"D{session}:{turn + steps}"]
 
 
 def rank(question: dict, weights: dict[str, float]) -> list[str]:
@@ -79,7 +79,10 @@ def rank(question: dict, weights: dict[str, float]) -> list[str]:
             score += weights["time_mention"] * (1.0 if states_time(result["content"]) else 0.0)
         scores.append(score)
     by_dia = {r["dia"]: s for r, s in zip(results, scores)}
-    final = [s + weights["neighbour"] * max([by_dia[d] for d in _adjacent(r["dia"]) if d in by_dia] or [0.0])
+    def best(dia: str | None, steps: int) -> float:
+        return max([by_dia[d] for d in _adjacent(dia, steps) if d in by_dia] or [0.0])
+
+    final = [s + weights["neighbour"] * best(r["dia"], 1) + weights.get("neighbour_far", 0.0) * best(r["dia"], 2)
              for r, s in zip(results, scores)]
     order = sorted(range(len(results)), key=lambda i: -final[i])
     return [results[i]["dia"] for i in order]
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     again = commands.add_parser("replay")
     again.add_argument("pools", type=Path)
     again.add_argument("--set", action="append", default=[], metavar="COMPONENT=WEIGHT",
-                       help="a weight (vector, keyword, tag, …, lexical, neighbour, time_mention); repeatable")
+                       help="a weight (vector, keyword, tag, …, lexical, neighbour, neighbour_far, time_mention); repeatable")
     args = parser.parse_args(argv)
 
     if args.command == "dump":
@@ -120,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_bytes(orjson.dumps(pools))
         print(f"{len(pools)} questions, up to {args.limit} results each → {args.out}")
         return 0
-    weights = {**ScoringWeights().model_dump(), "lexical": 0.1, "neighbour": 0.0, "time_mention": 0.0}
+    weights = {**ScoringWeights().model_dump(), "lexical": 0.1, "neighbour": 0.0, "neighbour_far": 0.0, "time_mention": 0.0}
     weights.update({name: float(value) for name, value in (item.split("=", 1) for item in args.set)})
     figures = replay(orjson.loads(args.pools.read_bytes()), weights)
     names = [n for n in SCORED_CATEGORIES.values() if n in figures] + ["overall"]

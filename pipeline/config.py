@@ -177,6 +177,7 @@ class Settings(BaseSettings):
     search_weight_lexical: float = Field(0.0, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off; 0.1 with RECALL_KEYWORD_SEARCH=always).")
     search_weight_time_mention: float = Field(0.1, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off.")
     search_weight_neighbour: float = Field(0.0, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off).")
+    search_weight_neighbour_far: float = Field(0.0, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off).")
 
     # --- Slack ingestion -------------------------------------------------------------
     slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")

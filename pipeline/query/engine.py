@@ -64,6 +64,7 @@ class RecallEngine:
             keyword_per_result=settings.recall_keyword_per_result,
             keyword_source=settings.recall_keyword_source,
             neighbour_weight=settings.search_weight_neighbour,
+            neighbour_far_weight=settings.search_weight_neighbour_far,
             neighbour_seeds=settings.recall_neighbour_seeds,
             metadata_enabled=settings.recall_metadata_search_enabled,
             metadata_min_match=settings.recall_metadata_min_match,

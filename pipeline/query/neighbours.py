@@ -4,8 +4,10 @@ In a conversation the answer to a question is often spread over consecutive turn
 go?" / "Yes, last Sunday"), and only one of them looks like the question. Enrichment chains
 each scope's memories by ``PRECEDED_BY`` (timestamp order, ties in order of arrival), so for
 every pair of candidates adjacent in such a chain the lower one is raised by
-``SEARCH_WEIGHT_NEIGHBOUR`` × the higher one's score. Only pairs inside the candidate pool
-count; ``RECALL_NEIGHBOUR_SEEDS`` brings into the pool the turns just before and after the
+``SEARCH_WEIGHT_NEIGHBOUR`` × the higher one's score, and for every pair two steps apart
+``SEARCH_WEIGHT_NEIGHBOUR_FAR`` × it (an answer often sits two turns after the question that
+names its topic, the other speaker's reply in between). Only pairs inside the candidate pool
+count (the turn between a pair two apart need not be); ``RECALL_NEIGHBOUR_SEEDS`` brings into the pool the turns just before and after the
 nearest vector hits (scored like any other candidate, with their own similarity). Scores
 before the bonus are used, so a bonus never propagates.
 """
@@ -25,6 +27,13 @@ _ADJACENT = (
     "RETURN DISTINCT a.id, b.id"
 )
 
+
+_TWO_APART = (
+    "UNWIND $ids AS id "
+    "MATCH (a:Memory {id: id})-[:PRECEDED_BY]->(:Memory)-[:PRECEDED_BY]->(b:Memory) "
+    "WHERE b.id IN $ids "
+    "RETURN DISTINCT a.id, b.id"
+)
 
 _AROUND = (
     "UNWIND $ids AS id "
@@ -48,18 +57,33 @@ def adjacent_pairs(graph: GraphStore, memory_ids: list[str]) -> list[tuple[str, 
     return [(row[0], row[1]) for row in graph.read(_ADJACENT, {"ids": memory_ids})]
 
 
-def apply_neighbour_bonus(rows: list[Scored], pairs: list[tuple[str, str]], weight: float) -> None:
-    """Add ``weight`` × the best adjacent candidate's score to each row (component ``neighbour``)."""
-    if weight <= 0 or not pairs:
-        return
-    base = {row.id: row.score for row in rows}
+def pairs_two_apart(graph: GraphStore, memory_ids: list[str]) -> list[tuple[str, str]]:
+    """(later, earlier) pairs of pool members with one memory between them in some scope."""
+    if len(memory_ids) < 2:
+        return []
+    return [(row[0], row[1]) for row in graph.read(_TWO_APART, {"ids": memory_ids})]
+
+
+def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]]) -> dict[str, float]:
     best: dict[str, float] = {}
     for later, earlier in pairs:
         if later in base and earlier in base:
             best[later] = max(best.get(later, 0.0), base[earlier])
             best[earlier] = max(best.get(earlier, 0.0), base[later])
+    return best
+
+
+def apply_neighbour_bonus(rows: list[Scored], pairs: list[tuple[str, str]], weight: float,
+                          far_pairs: list[tuple[str, str]] = (), far_weight: float = 0.0) -> None:
+    """Add ``weight`` × the best adjacent candidate's score and ``far_weight`` × the best one two
+    steps away to each row (component ``neighbour``)."""
+    if (weight <= 0 or not pairs) and (far_weight <= 0 or not far_pairs):
+        return
+    base = {row.id: row.score for row in rows}
+    near = _best_partner(base, pairs) if weight > 0 else {}
+    far = _best_partner(base, list(far_pairs)) if far_weight > 0 else {}
     for row in rows:
-        bonus = weight * max(0.0, best.get(row.id, 0.0))
+        bonus = weight * max(0.0, near.get(row.id, 0.0)) + far_weight * max(0.0, far.get(row.id, 0.0))
         if bonus:
             row.components["neighbour"] = bonus
             row.score += bonus

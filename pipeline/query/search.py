@@ -21,7 +21,7 @@ from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import adjacent_pairs, apply_neighbour_bonus, memories_around
+from pipeline.query.neighbours import adjacent_pairs, apply_neighbour_bonus, memories_around, pairs_two_apart
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -48,6 +48,7 @@ class SearchPolicy:
     keyword_per_result: int = 2
     keyword_source: str = "graph"
     neighbour_weight: float = 0.0
+    neighbour_far_weight: float = 0.0
     neighbour_seeds: int = 0
     lexical: PoolBM25 = field(default_factory=PoolBM25)
 
@@ -282,15 +283,19 @@ class QuerySearch:
     def _ranked(self, request: RecallRequest, ctx: SearchContext, sort: str, pool: list[Candidate],
                 text: str | None, keywords: list[str]) -> tuple[list[Scored], int]:
         fetched = self._add_priority(pool, ctx, text) if ctx.profile.priority_ids else 0
-        pairs = None
-        if text and sort == "score" and self._policy.neighbour_weight > 0:  # read while the state check runs
-            pairs = self._soon(adjacent_pairs, self._sources.graph, [c.id for c in pool])
+        pairs = far_pairs = None
+        if text and sort == "score":  # read while the state check runs
+            if self._policy.neighbour_weight > 0:
+                pairs = self._soon(adjacent_pairs, self._sources.graph, [c.id for c in pool])
+            if self._policy.neighbour_far_weight > 0:
+                far_pairs = self._soon(pairs_two_apart, self._sources.graph, [c.id for c in pool])
         pool = self.apply_state(pool, ctx)
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
-        if pairs is not None:
+        if pairs is not None or far_pairs is not None:
             try:
-                apply_neighbour_bonus(rows, pairs.result(), self._policy.neighbour_weight)
+                apply_neighbour_bonus(rows, pairs.result() if pairs else [], self._policy.neighbour_weight,
+                                      far_pairs.result() if far_pairs else [], self._policy.neighbour_far_weight)
             except Exception as exc:  # a ranking refinement: recall answers without it
                 log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
         order_rows(rows, sort)

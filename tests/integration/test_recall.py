@@ -476,3 +476,57 @@ def test_neighbour_of_the_best_hit_is_admitted_and_raised(servers):
     assert [r["match_type"] for r in body["results"][1:]] == ["neighbour", "neighbour"]
     assert lifts[0] == pytest.approx(lifts[1])
     assert 0 < lifts[0] <= body["results"][0]["final_score"]
+
+
+def test_turn_two_after_the_best_hit_is_lifted_by_the_far_share(servers):
+    """SEARCH_WEIGHT_NEIGHBOUR_FAR alone: the turn two steps after the best hit (the other
+    speaker's reply in between) gains that share of the best hit's score, read over two
+    PRECEDED_BY edges in the real graph; the turns right next to the hit gain nothing from it
+    (only from weak turns two steps from them)."""
+    import numpy as np
+
+    from pipeline.embedding import HashEmbedder
+    from tests.stack import Stack
+
+    query = HashEmbedder().embed(["zebrafish adoption"])[0]
+    rng = np.random.default_rng(11)
+
+    def near(similarity: float) -> list[float]:
+        noise = rng.normal(size=len(query))
+        noise -= (noise @ np.asarray(query)) * np.asarray(query)
+        vector = similarity * np.asarray(query) + np.sqrt(1 - similarity**2) * noise / np.linalg.norm(noise)
+        return [float(x) for x in vector]
+
+    chat = f"conversation:{uuid.uuid4().hex[:8]}"
+    when = datetime(2024, 7, 1, tzinfo=timezone.utc).isoformat()
+    turns = [{"content": "How was your week?", "embedding": near(0.0)},
+             {"content": "Did you finally go through with the zebrafish adoption?", "embedding": query},
+             {"content": "Oh, you remembered!", "embedding": near(0.0)},
+             {"content": "Yes, last Sunday. We named him Bubbles.", "embedding": near(0.0)}]
+    turns += [{"content": f"filler turn {n} about the weather", "embedding": near(0.3)} for n in range(4)]
+    bodies = [{"id": f"{chat}-{n}", "tags": [chat], "timestamp": when, **t} for n, t in enumerate(turns)]
+    before, best, reply, answer = (bodies[n]["id"] for n in range(4))
+
+    stack = Stack.create(servers, search_weight_neighbour="0", search_weight_neighbour_far="1.0")
+    try:
+        stack.start_web()
+        stack.start_worker(processes=1, threads=2)
+        stack.start_enrich_worker()
+        with stack.client() as api:
+            assert api.post("/memory/batch", json={"memories": bodies}).status_code == 201
+            wait_until(lambda: any(r["direction"] == "outgoing" for r in api.get(
+                f"/memories/{answer}/related", params={"relationship_types": "PRECEDED_BY"}).json()["related_memories"]),
+                timeout=60, message="answer chained")
+            wait_until(lambda: (api.get("/health").json().get("vector_count") or 0) >= len(bodies),
+                       timeout=60, message="all indexed")
+            body = recall(api, query="zebrafish adoption", tags=chat, limit=8)
+    finally:
+        stack.stop()
+    by_id = {r["id"]: r for r in body["results"]}
+    best_before_bonus = by_id[best]["final_score"] - by_id[best]["score_components"].get("neighbour", 0.0)
+    assert ids(body)[:2] == [best, answer]
+    assert by_id[answer]["score_components"]["neighbour"] == pytest.approx(best_before_bonus, rel=1e-3)
+    assert reply in by_id  # the relevance gate may drop the weakest turns; "before" may be one of them
+    for adjacent in (before, reply):
+        if adjacent in by_id:
+            assert by_id[adjacent]["score_components"].get("neighbour", 0.0) < 0.5 * best_before_bonus
