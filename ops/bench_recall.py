@@ -6,7 +6,8 @@ The loader writes straight to the stores through their batch methods (one UNWIND
 in FalkorDB, multi-point upserts into the Edge shard, then ``optimize()``), because the
 subject here is recall, not ingestion. Then a real web process (uvicorn, as deployed) answers
 ``GET /recall`` over HTTP, one request at a time, with the hash provider's embedding passed
-in. Four scenarios: (a) plain, (b) tag-scoped, (c) expand_relations (~3 edges per memory),
+in. Every memory is a turn of a 40-turn conversation chained by ``PRECEDED_BY``, as
+enrichment chains a scope. Four scenarios: (a) plain, (b) tag-scoped, (c) expand_relations (~3 edges per memory),
 (d) expand_entities. Server-side ``query_time_ms`` and client-side latency, p50/p95/p99.
 Prints a table, the largest ÷ smallest size ratios, and writes ops/results/bench_recall.json.
 Each scenario also reports the CPU the web process and the graph server spent per recall
@@ -51,6 +52,10 @@ from tests.stack import AUTH, Servers, Stack
 RESULTS = Path(__file__).resolve().parent / "results"
 PROJECTS = 50
 PEOPLE = 400
+# Every memory belongs to a conversation of this many turns, chained by PRECEDED_BY in timestamp
+# order as enrichment chains a scope, so the neighbour reads of recall walk real chains.
+CONVERSATION_TURNS = 40
+STORE_LAYOUT = 2  # bumped when the loader changes what a kept store holds (2: conversation chains)
 EDGES_PER_MEMORY = 3
 BATCH = 2000
 EDGE_TYPES = ("RELATES_TO", "LEADS_TO", "PART_OF", "REINFORCES", "DERIVED_FROM")
@@ -75,7 +80,8 @@ def make_records(rng: random.Random, words: list[str], start: int, count: int) -
     records = []
     for i in range(start, start + count):
         people = rng.sample(range(PEOPLE), rng.choice((0, 1, 1, 2)))
-        tags = [f"proj:p{i % PROJECTS}", f"topic:t{rng.randrange(200)}"] + [f"entity:people:person-{p}" for p in people]
+        tags = [f"proj:p{i % PROJECTS}", f"topic:t{rng.randrange(200)}", f"conversation:c{i // CONVERSATION_TURNS}"]
+        tags += [f"entity:people:person-{p}" for p in people]
         moment = (now - timedelta(days=rng.uniform(0, 365))).isoformat()
         records.append(MemoryRecord(
             id=str(uuid.UUID(int=rng.getrandbits(128))),
@@ -103,6 +109,23 @@ def load(graph: GraphStore, edge: EdgeVectorStore, records: list[MemoryRecord], 
             graph._query(
                 f"UNWIND $rows AS row MATCH (a:Memory {{id: row.a}}), (b:Memory {{id: row.b}}) "
                 f"CREATE (a)-[:{kind} {{strength: row.s, updated_at: row.u}}]->(b)", {"rows": rows})
+        graph._query(
+            "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) "
+            "CREATE (a)-[:PRECEDED_BY {scope: row.scope, strength: 1.0, updated_at: row.u}]->(b)",
+            {"rows": conversation_chains(batch)})
+
+
+def conversation_chains(batch: list[MemoryRecord]) -> list[dict]:
+    """PRECEDED_BY rows (later -> earlier) for the conversations wholly inside ``batch``."""
+    scopes: dict[str, list[MemoryRecord]] = {}
+    for record in batch:
+        scopes.setdefault(next(t for t in record.tags if t.startswith("conversation:")), []).append(record)
+    rows = []
+    for scope, turns in scopes.items():
+        turns.sort(key=lambda r: r.timestamp)
+        rows += [{"a": later.id, "b": earlier.id, "scope": scope, "u": later.timestamp}
+                 for earlier, later in zip(turns, turns[1:])]
+    return rows
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -235,9 +258,10 @@ def run_size(size: int, args, words: list[str], embedder: HashEmbedder,
     records = make_records(random.Random(f"records-{args.seed}-{size}"), words, 0, size)
     base = Path(args.store) / str(size) if args.store else Path(tempfile.mkdtemp(prefix=f"mempipe-bench-{size}-"))
     manifest = base / "manifest.json"
-    reuse = manifest.exists() and json.loads(manifest.read_text()).get("seed") == args.seed
+    kept = json.loads(manifest.read_text()) if manifest.exists() else {}
+    reuse = kept.get("seed") == args.seed and kept.get("layout") == STORE_LAYOUT
     if manifest.exists() and not reuse:
-        raise SystemExit(f"{base} holds a store built with another seed; delete it to rebuild")
+        raise SystemExit(f"{base} holds a store built with another seed or loader; delete it to rebuild")
     servers = Servers.start(base / "servers", timeout=180.0)  # a reused store loads its graph first
     data_dir = base / "stack"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -254,7 +278,7 @@ def run_size(size: int, args, words: list[str], embedder: HashEmbedder,
             timing = build(stack, graph, records, args.seed, embedder)
             if args.store:
                 compact_aof(stack.graph_port)
-                manifest.write_text(json.dumps({"seed": args.seed, "size": size, "build": timing}))
+                manifest.write_text(json.dumps({"seed": args.seed, "layout": STORE_LAYOUT, "size": size, "build": timing}))
             print(f"{size} memories: loaded in {timing['load_s']} s, index built in {timing['optimize_s']} s", flush=True)
         base_env = dict(stack.extra_env)
         result = {}

@@ -57,13 +57,16 @@ def instrument() -> None:
 
     for name in ("vector", "metadata", "keyword", "by_ids", "tagged", "query_vector"):
         setattr(CandidateSources, name, timed(f"sources.{name}", getattr(CandidateSources, name)))
-    for name in ("replacements",):
+    for name in ("replacements", "chained_pairs"):
         if hasattr(search, name):
             setattr(search, name, timed(f"graph.{name}", getattr(search, name)))
     for name in ("expand_relations", "expand_entities", "result_entry", "contradictions", "named_entities"):
         if hasattr(engine, name):
             setattr(engine, name, timed(f"engine.{name}", getattr(engine, name)))
     search.QuerySearch.score = timed("score", search.QuerySearch.score)
+    from pipeline.query.lexical import PoolBM25
+    PoolBM25.scores = timed("score.pool_bm25", PoolBM25.scores)
+    search.QuerySearch._gather = timed("gather", search.QuerySearch._gather)
     search.QuerySearch.apply_state = timed("apply_state", search.QuerySearch.apply_state)
     for name in ("_hydrate", "_record_access", "_diagnose"):
         if hasattr(engine.RecallEngine, name):
@@ -137,6 +140,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cprofile", action="store_true")
+    parser.add_argument("--sort", default="cumulative", choices=("cumulative", "tottime"),
+                        help="with --cprofile: order the functions by this")
+    parser.add_argument("--scenario", action="append", choices=tuple(SCENARIOS), help="only these (repeatable)")
     parser.add_argument("--ab", action="store_true")
     args = parser.parse_args()
     base = Path(args.store) / str(args.size)
@@ -177,6 +183,8 @@ def main() -> None:
         request = request_for(settings, RecallRequest, TagFilter, ExpansionOptions, ContextHints)
 
         for name, extra in SCENARIOS.items():
+            if args.scenario and name not in args.scenario:
+                continue
             for text, vector, project in plans[:10]:  # warm-up
                 engine.recall(request(text, vector, project, extra))
             TIMES.clear()
@@ -197,7 +205,7 @@ def main() -> None:
             print(f"\n== {name}: total p50 {statistics.median(totals):.2f} ms, mean {statistics.fmean(totals):.2f} ms "
                   f"(load average {os.getloadavg()[0]:.1f})")
             if profiler:
-                pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+                pstats.Stats(profiler).sort_stats(args.sort).print_stats(30)
                 continue
             for stage, values in sorted(TIMES.items(), key=lambda kv: -sum(kv[1])):
                 per_request = sum(values) / len(totals)

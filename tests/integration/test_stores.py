@@ -160,6 +160,26 @@ def test_graph_schema_and_parameterised_writes(servers):
     assert [m["id"] for m, _ in found] == ["safe-2"]
 
 
+def test_chained_pairs_reads_both_distances_in_one_query(servers):
+    """Pool members one and two PRECEDED_BY steps apart, in any scope; others and outsiders not."""
+    from pipeline.query.neighbours import chained_pairs
+
+    store = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), f"chain_{uuid.uuid4().hex[:6]}")
+    store.ensure_schema()
+    store.upsert_memories([build_new_record({"content": f"turn {i}", "id": f"t{i}"}, Limits()) for i in range(6)])
+    links = [("t1", "t0", "conversation:a"), ("t2", "t1", "conversation:a"), ("t3", "t2", "conversation:a"),
+             ("t5", "t4", "conversation:b"), ("t4", "t0", "conversation:b")]
+    store._query("UNWIND $rows AS r MATCH (a:Memory {id: r[0]}), (b:Memory {id: r[1]}) "
+                 "CREATE (a)-[:PRECEDED_BY {scope: r[2]}]->(b)", {"rows": [list(link) for link in links]})
+    pool = ["t0", "t1", "t3", "t5"]  # t2 and t4 are not in the pool
+    both = chained_pairs(store, pool, steps=2)
+    assert sorted(both.adjacent) == [("t1", "t0")]
+    assert sorted(both.two_apart) == [("t3", "t1"), ("t5", "t0")]
+    near_only = chained_pairs(store, pool, steps=1)
+    assert sorted(near_only.adjacent) == [("t1", "t0")] and near_only.two_apart == []
+    assert chained_pairs(store, ["t0"], steps=2).adjacent == []
+
+
 class _CountingShard:
     """The real Edge shard, with each optimize() call recorded with the thread that made it."""
 
