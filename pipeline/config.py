@@ -20,6 +20,22 @@ from pipeline.errors import ConfigurationError
 
 EmbeddingProviderName = Literal["auto", "openai", "local", "hash"]
 
+# The recall settings RECALL_PROFILE decides. The field defaults below are the ``tuned`` values
+# (measured on LoCoMo: docs/recall.md, "Profiles"); ``automem`` restores AutoMem's documented
+# weights and its sequential keyword search for a deployment that must rank exactly as AutoMem
+# does. A variable set explicitly always wins over the profile.
+AUTOMEM_RECALL_PROFILE: dict[str, object] = {
+    "recall_keyword_search": "fill",
+    "recall_scoped_fetch_factor": 2,
+    "recall_keyword_per_result": 2,
+    "search_weight_vector": 0.35,
+    "search_weight_keyword": 0.35,
+    "search_weight_lexical": 0.0,
+    "search_weight_time_mention": 0.0,
+    "search_weight_neighbour": 0.0,
+    "search_weight_neighbour_far": 0.0,
+}
+
 
 def is_loopback(host: str) -> bool:
     """True only for an interface no other machine can reach (127.0.0.0/8, ::1, localhost).
@@ -133,11 +149,11 @@ class Settings(BaseSettings):
     recall_default_limit: int = Field(5, ge=1, description="Results when limit is not given.")
     recall_vector_overfetch: int = Field(4, ge=1, description="Vector candidates fetched per requested result.")
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
+    recall_scoped_fetch_factor: int = Field(1, ge=1, le=10, description="In a tag scope, the vector fetch is this many times the unscoped one (still capped): a wider look for re-ranking inside a narrow scope (2 in the automem profile; with keyword search on every query, 1 keeps recall@10 and cuts the tag-scoped pool by a third).")
     recall_excluded_types: str = Field("MetaPattern", description="Memory types never returned by recall (comma list).")
-    # "fill" by default: "always" lifts LoCoMo recall@10 0.615 -> 0.666 but doubles recall latency at
-    # 100k memories (plain p50 14.7 -> 34.0 ms), past issue 3's 15 ms target; see docs/benchmarks-log.md.
-    recall_keyword_search: Literal["fill", "always"] = Field("fill", description="fill: full-text search only to fill slots vector search left open (the spec's sequential search); always: on every text query, its matches ranked by BM25 and given their vector score (better recall, about twice the latency at 100k memories; pair with SEARCH_WEIGHT_LEXICAL=0.1).")
-    recall_keyword_per_result: int = Field(2, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short).")
+    recall_profile: Literal["tuned", "automem"] = Field("tuned", description="tuned: the defaults below (keyword search on every text query, BM25 over the pool, when-questions, neighbouring turns; LoCoMo recall@10 0.67 -> 0.76); automem: AutoMem's spec weights and sequential keyword search (RECALL_KEYWORD_SEARCH=fill, vector/keyword 0.35, lexical, time-mention and neighbour weights 0, scoped fetch factor 2) for whatever of those is not set explicitly.")
+    recall_keyword_search: Literal["fill", "always"] = Field("always", description="always: on every text query, full-text matches ranked by BM25 join the pool and get their vector score; fill: full-text search only to fill slots vector search left open (the spec's sequential search; the automem profile).")
+    recall_keyword_per_result: int = Field(1, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short; 2 in the automem profile).")
     recall_keyword_source: Literal["auto", "graph"] = Field("auto", description="Where keyword search runs. auto: BM25 in the Qdrant Edge shard's scored text index on content (one in-process call; an older shard is migrated once by the maintenance thread and uses the graph until then), the graph's full-text index with a Qdrant server; graph: always the FalkorDB full-text index (RECALL_KEYWORD_READ matches ranked by BM25 in Python).")
     recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
     recall_neighbour_seeds: int = Field(0, ge=0, le=100, description="With a text query: the memories just before and after (PRECEDED_BY) this many nearest vector hits join the candidates (0 = off).")
@@ -163,8 +179,8 @@ class Settings(BaseSettings):
     recall_entity_expansion_score: float = Field(0.15, ge=0, description="Score (entity_expansion component) of an entity-expanded result.")
     search_recency_window_days: float = Field(180.0, gt=0, description="Recency window (linear) or half-life (exp), in days.")
     search_recency_curve: Literal["linear", "exp"] = Field("linear", description="Recency decay curve.")
-    search_weight_vector: float = Field(0.35, description="Weight of vector similarity.")
-    search_weight_keyword: float = Field(0.35, description="Weight of keyword match (0.15 in the quality mode, where the pool BM25 already weighs the words).")
+    search_weight_vector: float = Field(0.5, description="Weight of vector similarity (0.35 in the automem profile).")
+    search_weight_keyword: float = Field(0.1, description="Weight of keyword match (0.35 in the automem profile; low by default, where the pool BM25 already weighs the words).")
     search_weight_metadata: float = Field(0.35, description="Weight of the metadata sidecar match.")
     search_weight_exact: float = Field(0.20, description="Weight of a whole-query exact match.")
     search_weight_importance: float = Field(0.10, description="Weight of importance.")
@@ -174,10 +190,10 @@ class Settings(BaseSettings):
     search_weight_relation: float = Field(0.25, description="Weight of graph relations.")
     search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
-    search_weight_lexical: float = Field(0.0, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off; 0.1 with RECALL_KEYWORD_SEARCH=always).")
-    search_weight_time_mention: float = Field(0.1, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off.")
-    search_weight_neighbour: float = Field(0.0, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off).")
-    search_weight_neighbour_far: float = Field(0.0, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off).")
+    search_weight_lexical: float = Field(0.1, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off, as in the automem profile).")
+    search_weight_time_mention: float = Field(0.1, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off, as in the automem profile.")
+    search_weight_neighbour: float = Field(0.15, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off, as in the automem profile).")
+    search_weight_neighbour_far: float = Field(0.1, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off, as in the automem profile).")
 
     # --- Slack ingestion -------------------------------------------------------------
     slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")
@@ -257,6 +273,14 @@ class Settings(BaseSettings):
     worker_metrics_port: int = Field(9191, ge=0, le=65535, description="Port of each worker's Prometheus exporter (one per dramatiq command, all its processes); 0 turns it off.")
     worker_metrics_host: str = Field("0.0.0.0", description="Interface the worker exporter binds to.")
     worker_metrics_dir: Path = Field(Path("/tmp/mempipe-worker-metrics"), description="Where worker processes share their metric files (prometheus_client multiprocess mode); one subfolder per dramatiq command.")
+
+    @model_validator(mode="after")
+    def _apply_recall_profile(self) -> "Settings":
+        if self.recall_profile == "automem":
+            for name, value in AUTOMEM_RECALL_PROFILE.items():
+                if name not in self.model_fields_set:  # an explicit setting wins
+                    self.__dict__[name] = value  # plain store: no re-validation of the whole model
+        return self
 
     @model_validator(mode="after")
     def _refuse_insecure_defaults(self) -> "Settings":

@@ -59,6 +59,7 @@ class RecallEngine:
             recency=RecencyPolicy(settings.search_recency_window_days, settings.search_recency_curve),
             overfetch=settings.recall_vector_overfetch,
             fetch_cap=settings.recall_vector_fetch_cap,
+            scoped_fetch_factor=settings.recall_scoped_fetch_factor,
             keyword_mode=settings.recall_keyword_search,
             keyword_read=settings.recall_keyword_read,
             keyword_per_result=settings.recall_keyword_per_result,

@@ -21,7 +21,7 @@ from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import adjacent_pairs, apply_neighbour_bonus, memories_around, pairs_two_apart
+from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs, memories_around
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -45,6 +45,7 @@ class SearchPolicy:
     relevance_gate: float
     entity_score: float
     keyword_read: int = 0
+    scoped_fetch_factor: int = 2
     keyword_per_result: int = 2
     keyword_source: str = "graph"
     neighbour_weight: float = 0.0
@@ -55,8 +56,8 @@ class SearchPolicy:
     def fetch_size(self, limit: int, scoped: bool) -> int:
         size = max(limit, min(limit * self.overfetch, self.fetch_cap))
         # A tag scope thins the pool after the fact on nothing, but re-ranking inside a narrow
-        # scope benefits from a wider look (still capped).
-        return max(size, min(size * 2, self.fetch_cap)) if scoped else size
+        # scope can benefit from a wider look (still capped).
+        return max(size, min(size * self.scoped_fetch_factor, self.fetch_cap)) if scoped else size
 
 
 @dataclass
@@ -116,6 +117,11 @@ class QuerySearch:
         if text and self._policy.metadata_enabled:  # independent of the vector pool: runs alongside it
             sidecar = self._soon(self._sources.metadata, keywords, ctx.scope, max(1, min(request.limit, 10)),
                                  self._policy.metadata_min_match, text)
+        always = self._policy.keyword_mode == "always"
+        keyword_share = min(fetch, request.limit * self._policy.keyword_per_result)
+        early_keywords = None
+        if text and always:  # its own share does not depend on the vector pool: searched alongside it
+            early_keywords = self._soon(self._keyword_candidates, keywords, ctx, keyword_share, text, vector)
         pool = self._sources.vector(vector, ctx.scope, fetch, ctx.vector_status, text)
         if ctx.relation_prefetch is not None and sort == "score":
             ctx.relation_prefetch([c.id for c in pool])
@@ -126,16 +132,20 @@ class QuerySearch:
         if text and self._policy.neighbour_seeds > 0 and pool:  # read while the keyword search runs
             around = self._soon(memories_around, self._sources.graph,
                                 [c.id for c in pool[: self._policy.neighbour_seeds]])
-        always = self._policy.keyword_mode == "always"
         if text and (always or len(pool) < request.limit):
             # "fill" tops the pool up to the fetch size; "always" also brings its own share, a few
             # per requested result: BM25-ranked, the best matches are at the top (LoCoMo dev: a
             # share of 20 at limit 10 recalls within 0.003 of 80, with half the pool to score)
             slots = fetch - len(pool)
-            if always:
-                slots = max(slots, min(fetch, request.limit * self._policy.keyword_per_result))
-            found = self._sources.keyword(keywords, ctx.scope, slots, text, self._policy.lexical, self._policy.keyword_read,
-                                          self._policy.keyword_source, vector if ctx.vector_status.enabled else None)
+            found = None
+            if early_keywords is not None:
+                try:
+                    found = early_keywords.result()
+                except Exception as exc:  # the keyword source logs its own failures; this is the hand-off
+                    log.warning("keyword search failed: %s", exc)
+                    found = []
+            if found is None or slots > keyword_share:  # "fill", or a short vector pool wants more
+                found = self._keyword_candidates(keywords, ctx, max(slots, keyword_share if always else 0), text, vector)
             pool += [c for c in found if c.id not in seen]
             seen = {c.id for c in pool}
         if around is not None:
@@ -156,6 +166,11 @@ class QuerySearch:
             # full-text and sidecar admissions get the similarity a vector hit would have had
             self._sources.score_vectors(vector, [c for c in pool if c.id not in seen_vector])
         return pool
+
+    def _keyword_candidates(self, keywords: list[str], ctx: SearchContext, slots: int, text: str,
+                            vector: list[float]) -> list[Candidate]:
+        return self._sources.keyword(keywords, ctx.scope, slots, text, self._policy.lexical, self._policy.keyword_read,
+                                     self._policy.keyword_source, vector)
 
     def _add_priority(self, pool: list[Candidate], ctx: SearchContext, text: str | None) -> int:
         missing = [i for i in ctx.profile.priority_ids if i not in {c.id for c in pool}]
@@ -283,19 +298,17 @@ class QuerySearch:
     def _ranked(self, request: RecallRequest, ctx: SearchContext, sort: str, pool: list[Candidate],
                 text: str | None, keywords: list[str]) -> tuple[list[Scored], int]:
         fetched = self._add_priority(pool, ctx, text) if ctx.profile.priority_ids else 0
-        pairs = far_pairs = None
-        if text and sort == "score":  # read while the state check runs
-            if self._policy.neighbour_weight > 0:
-                pairs = self._soon(adjacent_pairs, self._sources.graph, [c.id for c in pool])
-            if self._policy.neighbour_far_weight > 0:
-                far_pairs = self._soon(pairs_two_apart, self._sources.graph, [c.id for c in pool])
+        pairs = None
+        near, far = self._policy.neighbour_weight, self._policy.neighbour_far_weight
+        if text and sort == "score" and (near > 0 or far > 0):  # read while the state check runs
+            pairs = self._soon(chained_pairs, self._sources.graph, [c.id for c in pool], 2 if far > 0 else 1)
         pool = self.apply_state(pool, ctx)
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
-        if pairs is not None or far_pairs is not None:
+        if pairs is not None:
             try:
-                apply_neighbour_bonus(rows, pairs.result() if pairs else [], self._policy.neighbour_weight,
-                                      far_pairs.result() if far_pairs else [], self._policy.neighbour_far_weight)
+                chained = pairs.result()
+                apply_neighbour_bonus(rows, chained.adjacent, near, chained.two_apart, far)
             except Exception as exc:  # a ranking refinement: recall answers without it
                 log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
         order_rows(rows, sort)

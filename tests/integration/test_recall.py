@@ -379,9 +379,10 @@ def test_concurrent_reads_give_the_same_answer(servers):
 
 
 # --- candidate generation (issue 7) ------------------------------------------------------------
-def _recall_past_the_vector_pool(api):
+def _recall_past_the_vector_pool(api, **params):
     """Twelve fillers and one target only full-text search can reach: the query vector points at
-    the fillers, so the vector search (limit 1 → 8 in a tag scope) never sees the target."""
+    the fillers, so the vector search (limit 1 → 4 in a tag scope, 8 in the automem profile) never
+    sees the target."""
     from pipeline.embedding import HashEmbedder
 
     tag = scope()
@@ -389,7 +390,7 @@ def _recall_past_the_vector_pool(api):
         store(api, f"filler note {n} about gardening and the weather", [tag])
     target = store(api, "zebrafish tank: a weather note", [tag])
     vector = HashEmbedder().embed(["filler note about gardening and the weather"])[0]
-    body = recall(api, query="zebrafish", tags=tag, limit=1, embedding=",".join(map(str, vector)))
+    body = recall(api, query="zebrafish", tags=tag, limit=1, embedding=",".join(map(str, vector)), **params)
     return target, vector, body
 
 
@@ -397,12 +398,13 @@ def _recall_past_the_vector_pool(api):
 def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbours(servers, source):
     """RECALL_KEYWORD_SEARCH=always: a memory the vector search does not reach still enters through
     keyword search (auto: the Edge shard's BM25 text index; graph: FalkorDB's full-text index),
-    with the cosine a vector hit would have had, and its rare matching word (BM25) puts it first."""
+    with the cosine a vector hit would have had, and, at the spec's keyword weight (the automem
+    profile), its rare matching word (BM25) puts it first."""
     from pipeline.embedding import HashEmbedder
     from tests.stack import Stack
 
-    stack = Stack.create(servers, recall_keyword_search="always", search_weight_lexical="0.1",
-                         recall_keyword_source=source)
+    stack = Stack.create(servers, recall_profile="automem", recall_keyword_search="always",
+                         search_weight_lexical="0.1", recall_keyword_source=source)
     try:
         stack.start_web()
         stack.start_worker(processes=1, threads=2)
@@ -418,10 +420,27 @@ def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbour
     assert result["score_components"]["vector"] == pytest.approx(max(0.0, min(1.0, cosine)), abs=1e-4)
 
 
-def test_default_keyword_search_only_fills(api):
-    """The default (spec's sequential search): with the vector pool full, full text adds nothing."""
-    target, _vector, body = _recall_past_the_vector_pool(api)
+def test_automem_profile_keyword_search_only_fills(servers):
+    """RECALL_PROFILE=automem (the spec's sequential search): with the vector pool full, full text
+    adds nothing; even newest first, the target (stored last) is not in the pool."""
+    from tests.stack import Stack
+
+    stack = Stack.create(servers, recall_profile="automem")
+    try:
+        stack.start_web()
+        stack.start_worker(processes=1, threads=2)
+        with stack.client() as api:
+            target, _vector, body = _recall_past_the_vector_pool(api, sort="time_desc")
+    finally:
+        stack.stop()
     assert ids(body) != [target] and body["results"][0]["match_type"] != "keyword"
+
+
+def test_default_keyword_search_admits_what_vector_search_missed(api):
+    """The default (tuned) profile searches full text on every text query: the target the vector
+    pool never reaches is in the pool, so newest first (it was stored last) it is the answer."""
+    target, _vector, body = _recall_past_the_vector_pool(api, sort="time_desc")
+    assert ids(body) == [target] and body["results"][0]["match_type"] == "keyword"
 
 
 # --- neighbouring turns (issue 7) -------------------------------------------------------------
@@ -429,7 +448,7 @@ def test_neighbour_of_the_best_hit_is_admitted_and_raised(servers):
     """A chat sent as one batch with one timestamp: the reply to the matching turn shares none of
     the query's words and sits far from its vector, behind twenty closer fillers; with
     RECALL_NEIGHBOUR_SEEDS it joins the pool as the best hit's neighbour (arrival order gives the
-    chain) and SEARCH_WEIGHT_NEIGHBOUR lifts it over the fillers. (limit 3 in a tag scope reads 24
+    chain) and SEARCH_WEIGHT_NEIGHBOUR lifts it over the fillers. (limit 3 in a tag scope reads 12
     vector hits: the 40 fillers fill them.)"""
     import numpy as np
 
@@ -455,7 +474,8 @@ def test_neighbour_of_the_best_hit_is_admitted_and_raised(servers):
     bodies = [{"id": f"{chat}-{n}", "tags": [chat], "timestamp": when, **t} for n, t in enumerate(turns)]
     best, before, answer = (bodies[n]["id"] for n in (21, 20, 22))
 
-    stack = Stack.create(servers, recall_neighbour_seeds="2", search_weight_neighbour="1.0")
+    stack = Stack.create(servers, recall_neighbour_seeds="2", search_weight_neighbour="1.0",
+                         search_weight_neighbour_far="0")
     try:
         stack.start_web()
         stack.start_worker(processes=1, threads=2)

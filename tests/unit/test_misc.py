@@ -2,10 +2,11 @@ import math
 
 import fakeredis
 import pytest
+from pydantic import ValidationError
 
 from ops.clock import Clock, ScheduledJob
 from pipeline.classify import classify
-from pipeline.config import Settings
+from pipeline.config import ScoringWeights, Settings
 from pipeline.embedding import HashEmbedder
 from pipeline.errors import ConfigurationError
 
@@ -43,9 +44,43 @@ def test_settings_refuse_public_interface_without_token():
 
 
 def test_scoring_weights_read_from_env(monkeypatch):
-    monkeypatch.setenv("SEARCH_WEIGHT_VECTOR", "0.5")
+    monkeypatch.setenv("SEARCH_WEIGHT_VECTOR", "0.6")
     weights = Settings().scoring_weights
-    assert weights.vector == 0.5 and weights.keyword == 0.35
+    assert weights.vector == 0.6 and weights.keyword == 0.1
+
+
+def test_tuned_profile_is_the_default():
+    settings = Settings()
+    assert settings.recall_profile == "tuned"
+    assert settings.recall_keyword_search == "always"
+    weights = settings.scoring_weights
+    assert (weights.vector, weights.keyword, weights.lexical, weights.time_mention) == (0.5, 0.1, 0.1, 0.1)
+    assert (settings.search_weight_neighbour, settings.search_weight_neighbour_far) == (0.15, 0.1)
+    assert (settings.recall_scoped_fetch_factor, settings.recall_keyword_per_result) == (1, 1)
+
+
+def test_automem_profile_restores_the_spec_weights(monkeypatch):
+    monkeypatch.setenv("RECALL_PROFILE", "automem")
+    settings = Settings()
+    assert settings.recall_keyword_search == "fill"
+    assert settings.scoring_weights == ScoringWeights(lexical=0.0, time_mention=0.0)
+    assert (settings.search_weight_neighbour, settings.search_weight_neighbour_far) == (0.0, 0.0)
+    assert (settings.recall_scoped_fetch_factor, settings.recall_keyword_per_result) == (2, 2)
+
+
+def test_an_explicit_setting_wins_over_the_profile(monkeypatch):
+    monkeypatch.setenv("RECALL_PROFILE", "automem")
+    monkeypatch.setenv("SEARCH_WEIGHT_NEIGHBOUR", "0.2")
+    monkeypatch.setenv("RECALL_KEYWORD_SEARCH", "always")
+    settings = Settings()
+    assert settings.search_weight_neighbour == 0.2 and settings.recall_keyword_search == "always"
+    assert settings.search_weight_vector == 0.35 and settings.search_weight_neighbour_far == 0.0
+
+
+def test_an_unknown_profile_is_refused(monkeypatch):
+    monkeypatch.setenv("RECALL_PROFILE", "fastest")
+    with pytest.raises(ValidationError):
+        Settings()
 
 
 def test_two_clocks_enqueue_a_job_once_per_interval():
@@ -82,3 +117,17 @@ def test_automem_environment_names_are_read(monkeypatch):
     settings = Settings()
     assert {variable: getattr(settings, field) for variable, (field, _) in names.items()} == \
         {variable: value for variable, (_, value) in names.items()}
+
+
+def test_scoped_fetch_factor_widens_only_a_tag_scoped_vector_fetch():
+    from pipeline.query.scoring import RecencyPolicy
+    from pipeline.query.search import SearchPolicy
+
+    def policy(factor: int) -> SearchPolicy:
+        return SearchPolicy(weights=ScoringWeights(), recency=RecencyPolicy(), overfetch=4, fetch_cap=200,
+                            keyword_mode="always", metadata_enabled=False, metadata_min_match=0.5,
+                            relevance_gate=0.0, entity_score=0.15, scoped_fetch_factor=factor)
+
+    assert policy(1).fetch_size(10, scoped=True) == policy(1).fetch_size(10, scoped=False) == 40
+    assert policy(2).fetch_size(10, scoped=True) == 80 and policy(2).fetch_size(10, scoped=False) == 40
+    assert policy(3).fetch_size(30, scoped=True) == 200  # still capped
