@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from typing import Callable
@@ -27,7 +28,7 @@ from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
-from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
+from pipeline.broker import ALL_QUEUES, NAMESPACE, SIMILARITY_QUEUE, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
 from pipeline.embedding import provider_dimensions
 from pipeline.query import RecallEngine
@@ -62,17 +63,46 @@ def _actor_enqueuers(services: Services) -> Enqueuers:
 
 
 class _IndexMaintainer(threading.Thread):
-    """Runs the vector store's maintenance (Edge ``optimize()``) off the request path."""
+    """Runs the vector store's maintenance (Edge ``optimize()``) off the request path.
 
-    def __init__(self, services: Services, interval: float):
+    A due build waits (at most ``similarity_wait_s``) while the ``similarity`` queue holds
+    messages: after a bulk import both run on this process, the build holds the shard and
+    the GIL for seconds, and the SIMILAR_TO catch-up it overlapped cost ~3x the web CPU per
+    memory of one that ran before or after it (docs/benchmarks-log.md, issue 6).
+    """
+
+    def __init__(self, services: Services, interval: float, similarity_wait_s: float = 0.0):
         super().__init__(name="vector-maintenance", daemon=True)
         self._services = services
         self._interval = interval
+        self._similarity_wait_s = similarity_wait_s
+        self._held_since: float | None = None
         self._halt = threading.Event()
+
+    def _hold(self) -> bool:
+        """Should a due build wait for the similarity queue (and for how long it has)?"""
+        if self._similarity_wait_s <= 0:
+            return False
+        vectors = self._services.vectors
+        if not getattr(vectors, "build_due", lambda: False)():
+            self._held_since = None
+            return False
+        key = f"{NAMESPACE}:{SIMILARITY_QUEUE}.msgs"
+        if not self._services.broker_redis.hlen(key):
+            self._held_since = None
+            return False
+        now = time.monotonic()
+        if self._held_since is None:
+            self._held_since = now
+            log.info("edge index build waits for the similarity queue", extra={"max_s": self._similarity_wait_s})
+        return now - self._held_since < self._similarity_wait_s
 
     def run(self) -> None:
         while not self._halt.wait(self._interval):
             try:
+                if self._hold():
+                    continue
+                self._held_since = None
                 self._services.vectors.maintain()
             except Exception:
                 log.exception("vector index maintenance failed; will retry")
@@ -139,7 +169,7 @@ def create_app(
                 worker = dramatiq.Worker(pipeline.actors.broker, queues={queue}, worker_threads=1)
                 worker.start()
                 workers.append(worker)
-        maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s)
+        maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s, settings.edge_optimize_similarity_wait_s)
         maintainer.start()
         try:
             async with mcp.run():

@@ -44,6 +44,7 @@ from pathlib import Path
 import orjson
 import redis
 
+from ops.busy import BusySampler, format_report
 from ops.gen_slack_export import generate
 from ops.suite.procs import cpu_seconds
 from pipeline.tracking import INFLIGHT_KEY
@@ -150,6 +151,16 @@ def _session_pids(sid: int) -> list[int]:
     return pids
 
 
+def _stack_parts(stack: Stack, servers: Servers) -> dict:
+    return {
+        "web": lambda: [stack.web.pid],
+        # Worker processes run in the dramatiq command's session (start_new_session).
+        "workers": lambda: [p for w in stack.workers for p in _session_pids(w.pid)],
+        "broker": lambda: [servers.broker.process.pid],
+        "graph": lambda: [servers.graph.process.pid],
+    }
+
+
 class CpuMeter:
     """CPU seconds spent by each part of a stack: the load-independent cost of a phase.
 
@@ -158,13 +169,7 @@ class CpuMeter:
     """
 
     def __init__(self, stack: Stack, servers: Servers):
-        self._parts = {
-            "web": lambda: [stack.web.pid],
-            # Worker processes run in the dramatiq command's session (start_new_session).
-            "workers": lambda: [p for w in stack.workers for p in _session_pids(w.pid)],
-            "broker": lambda: [servers.broker.process.pid],
-            "graph": lambda: [servers.graph.process.pid],
-        }
+        self._parts = _stack_parts(stack, servers)
         self._start = self._read()
 
     def _read(self) -> dict[str, dict[int, float]]:
@@ -192,11 +197,13 @@ def _load() -> float:
     return round(os.getloadavg()[0], 1)
 
 
-def _importer_with_rss(stack: Stack, export: Path) -> tuple[dict, int, float]:
+def _importer_with_rss(stack: Stack, export: Path, busy: BusySampler | None = None) -> tuple[dict, int, float]:
     args = [sys.executable, "-m", "ops.slack_import", str(export), "--url", stack.url, "--token", API_TOKEN,
             "--no-progress", "--json"]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen(args, cwd=Path(__file__).resolve().parents[1], env=stack.env(), stdout=out, stderr=err)
+        if busy is not None:
+            busy.add("importer", process.pid)
         _, status, usage = os.wait4(process.pid, 0)  # rusage of this child alone: its peak RSS
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
@@ -208,15 +215,22 @@ def _importer_with_rss(stack: Stack, export: Path) -> tuple[dict, int, float]:
 
 def bench_batch(stack: Stack, export: Path, timeout: float, servers: Servers | None = None) -> dict:
     meter = CpuMeter(stack, servers) if servers else None
+    # Sampled over time as well: the import, and the tail after the importer exits (ops.busy).
+    busy = BusySampler(_stack_parts(stack, servers)).start() if servers else None
     started = time.monotonic()
-    summary, rss_kib, importer_cpu = _importer_with_rss(stack, export)
+    summary, rss_kib, importer_cpu = _importer_with_rss(stack, export, busy)
     accepted_at = time.monotonic()
+    if busy:
+        busy.mark("import_done")
     done = _wait_recallable(stack, summary["imported"], timeout)
     cpu = meter.per_memory_ms(summary["imported"]) if meter else None
     if cpu:
         cpu["client"] = round(importer_cpu * 1000 / max(summary["imported"], 1), 3)
+    if busy:
+        busy.stop()
     return {
         "cpu_ms_per_memory": cpu,
+        "busy": busy.report(summary["imported"], split="import_done") if busy else None,
         "messages": summary["messages"], "imported": summary["imported"], "skipped": sum(summary["skipped"].values()),
         "reconciles": summary["reconciles"], "accept_s": round(accepted_at - started, 2),
         "end_to_end_s": round(done - started, 2), "rate": round(summary["imported"] / (done - started), 1),
@@ -253,17 +267,23 @@ def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float, se
         return post({"content": f"single write {i}: {' '.join(str(i * k % 977) for k in range(12))}", "tags": ["bench:single"]})
 
     meter = CpuMeter(stack, servers) if servers else None
+    busy = BusySampler(_stack_parts(stack, servers)).start() if servers else None
     started, client_cpu = time.monotonic(), time.process_time()
     with ThreadPoolExecutor(concurrency) as pool:
         codes = list(pool.map(write, range(count)))
     accepted_at, client_cpu = time.monotonic(), time.process_time() - client_cpu
+    if busy:
+        busy.mark("writes_done")
     refused = sum(1 for c in codes if c != 202)
     done = _wait_recallable(stack, count - refused, timeout)
     cpu = meter.per_memory_ms(count - refused) if meter else None
+    if busy:
+        busy.stop()
     if cpu:  # this process's client threads: not the service's cost, but the same cores
         cpu["client"] = round(client_cpu * 1000 / max(count - refused, 1), 3)
     return {
         "cpu_ms_per_memory": cpu,
+        "busy": busy.report(count - refused, split="writes_done") if busy else None,
         "writes": count, "refused": refused, "accept_rate": round(count / (accepted_at - started), 1),
         "end_to_end_s": round(done - started, 2), "rate": round((count - refused) / (done - started), 1),
     }
@@ -418,6 +438,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{row['provider']:<8} {row['workers']:>7} {phase:<7} {cpu['web']:>7} {cpu['workers']:>8} "
                       f"{cpu['broker']:>7} {cpu['graph']:>7} {cpu['total']:>7} {_idle_rate(cpu, row['workers']):>22} "
                       f"{cpu.get('client', '-'):>7}")
+    print("\nOver time (ops.busy, sampled every 0.2 s): per part CPU s, ms per memory, mean cores, share of the time one "
+          "of its processes used >= 90 % of a core; the import/writes, then the tail until all were recallable")
+    for row in rows:
+        for phase in ("batch", "single"):
+            report = (row.get(phase) or {}).get("busy")
+            if report:
+                for line in format_report(f"{row['provider']} {row['workers']}w {phase}", report):
+                    print(line)
     print("\nAfter each phase: the deferred SIMILAR_TO linking, until the queues were empty (CPU ms per memory of the phase)")
     for row in rows:
         for phase in ("batch", "single"):

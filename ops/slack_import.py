@@ -12,14 +12,17 @@ embedded default's ``tokens.json``).
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
+import orjson
 from tqdm import tqdm
 
 from pipeline.config import Settings
@@ -29,40 +32,94 @@ from pipeline.slack.mapping import MappingRules
 
 
 class HttpBatchSink:
-    """Sends a batch to POST /memory/batch; waits out 429s and retries transient failures."""
+    """Sends a batch to POST /memory/batch; waits out 429s and retries transient failures.
 
-    def __init__(self, client: httpx.Client, max_attempts: int = 30, sleep=time.sleep):
-        self._client = client
+    Each sending thread keeps one ``http.client`` connection alive (the importer keeps
+    ``SLACK_IMPORT_IN_FLIGHT`` batches in flight, one per thread). The importer shares the
+    machine with the service it feeds: stdlib ``http.client`` and orjson cost a fraction of
+    the CPU per request of an httpx client with its JSON encoding (measured in
+    docs/benchmarks-log.md, issue 6 session 14).
+    """
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None, max_attempts: int = 30, sleep=time.sleep,
+                 timeout: float = 120.0):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname, parts.port
+        self._path = parts.path.rstrip("/") + "/memory/batch"
+        self._headers = {**(headers or {}), "Content-Type": "application/json", "Accept": "application/json"}
+        self._timeout = timeout
         self._max_attempts = max_attempts
         self._sleep = sleep
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[http.client.HTTPConnection] = []
         self.throttled_seconds = 0.0
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self._timeout)
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def _drop_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _post(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        conn = self._connection()
+        try:
+            conn.request("POST", self._path, body=body, headers=self._headers)
+            response = conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException):
+            self._drop_connection()  # a fresh connection on the next attempt
+            raise
+        if response.will_close:
+            self._drop_connection()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
 
     def send(self, bodies: list[dict[str, Any]]) -> BatchOutcome:
         delay = 0.5
+        payload = orjson.dumps({"memories": bodies})
         for attempt in range(1, self._max_attempts + 1):
             try:
-                response = self._client.post("/memory/batch", json={"memories": bodies})
-            except httpx.TransportError as exc:
+                status, headers, data = self._post(payload)
+            except (OSError, http.client.HTTPException) as exc:
                 if attempt == self._max_attempts:
                     raise RuntimeError(f"mempipe unreachable: {exc}") from exc
                 self._sleep(delay)
                 delay = min(delay * 2, 10.0)
                 continue
-            if response.status_code == 429:
-                wait = float(response.headers.get("retry-after") or 1)
+            if status == 429:
+                wait = float(headers.get("retry-after") or 1)
                 self.throttled_seconds += wait
                 self._sleep(wait)
                 continue
-            if response.status_code in (502, 503, 504):
+            if status in (502, 503, 504):
                 self._sleep(delay)
                 delay = min(delay * 2, 10.0)
                 continue
-            if response.status_code not in (201, 207):
-                raise RuntimeError(f"POST /memory/batch answered {response.status_code}: {response.text[:300]}")
-            body = response.json()
+            if status not in (201, 207):
+                raise RuntimeError(f"POST /memory/batch answered {status}: {data[:300].decode(errors='replace')}")
+            body = orjson.loads(data)
             errors = [r["message"] for r in body["results"] if r["status"] == "error"]
             return BatchOutcome(body["accepted_count"], body["unchanged_count"], body["failed_count"], errors)
         raise RuntimeError(f"POST /memory/batch still refused after {self._max_attempts} attempts")
+
+    def close(self) -> None:
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
 
 
 def _default_token(settings: Settings) -> str | None:
@@ -81,7 +138,8 @@ def run_import(
         content_max_chars=settings.memory_content_hard_limit,
     )
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    with SlackExport(export_path) as export, httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+    sink = HttpBatchSink(url, headers)
+    with SlackExport(export_path) as export:
         bar = tqdm(total=day_file_count(export), unit="file", desc="slack import", disable=not show_progress,
                    file=sys.stderr, dynamic_ncols=True)
 
@@ -91,10 +149,11 @@ def run_import(
             bar.set_postfix(msgs=summary.messages, per_s=f"{summary.messages / elapsed:,.0f}", refresh=False)
 
         try:
-            return import_export(export, HttpBatchSink(client), rules, batch_size=batch_size or settings.slack_import_batch_size,
+            return import_export(export, sink, rules, batch_size=batch_size or settings.slack_import_batch_size,
                                  workspace=workspace, progress=progress, in_flight=settings.slack_import_in_flight)
         finally:
             bar.close()
+            sink.close()
 
 
 def print_summary(summary: ImportSummary, stream=sys.stdout) -> None:

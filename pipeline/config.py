@@ -141,6 +141,7 @@ class Settings(BaseSettings):
     edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")
     edge_optimize_min_changes: int = Field(500, ge=1, description="Vector writes since the last optimize that trigger another.")
     edge_optimize_quiet_s: float = Field(5.0, ge=0, description="Vector writes must have paused this long before an optimize (keeps bulk imports from stalling behind it).")
+    edge_optimize_similarity_wait_s: float = Field(120.0, ge=0, le=3600, description="A due Edge index build waits at most this long while the similarity queue holds messages (the SIMILAR_TO catch-up after an import runs first; 0 = never wait).")
     edge_text_backfill: bool = Field(False, description="Repack an Edge shard written before the keyword text index so that keyword search runs in the shard (new shards have it from the start). Off by default: the repack is followed by a full index build, and qdrant_edge holds the GIL while it builds, so the web process answers nothing for minutes at 100k; enable it for a maintenance window. Until then keyword search uses the graph's full-text index.")
     edge_payload_memory: Literal["pinned", "cached", "cold"] = Field("pinned", description="Where the Edge shard holds point payloads: pinned (in RAM, ~0.8 KB per memory), cached, or cold (read from disk per point, ~55 us each; a recall reads 40-80). An existing shard converts at its next index build.")
 

@@ -11,22 +11,37 @@ as one JSON string under ``DOC_KEY``: ~4× fewer values to convert.
 Reading unpacks it again: callers see exactly the payload they wrote. Points written before
 this layout (all fields native) read back unchanged. A partial update touching a packed field
 needs the stored document (``merge_partial``): the store reads, merges and writes it back.
+
+Covered fields (``covered``, {field: covering field}): a native list field whose values are
+partly another native field's values keeps only the rest natively. ``tag_prefixes`` holds
+every tag's colon-prefixes *including the whole tag*, which ``tags_lower`` holds already: a
+Slack memory's ~18 prefixes become the ~6 that are not tags themselves, and a filter asks
+either field (``tag_prefixes`` OR ``tags_lower``: the same set as before). The document
+keeps the whole list, so reads see it as written. A partial update that touches either field
+of a pair needs the stored payload (to trim against the other).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import orjson
 
 DOC_KEY = "_doc"
 
 
-def pack_payload(payload: dict[str, Any], native: Iterable[str]) -> dict[str, Any]:
-    """The native fields of ``payload`` as they are, the rest as one JSON string."""
+def pack_payload(payload: dict[str, Any], native: Iterable[str], covered: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The native fields of ``payload`` as they are, the rest as one JSON string; a covered
+    field natively without its covering field's values (whole in the document)."""
     native = frozenset(native)
     packed = {key: value for key, value in payload.items() if key in native}
     rest = {key: value for key, value in payload.items() if key not in native}
+    for key, cover in (covered or {}).items():
+        values, covering = packed.get(key), packed.get(cover)
+        if isinstance(values, list) and isinstance(covering, list):
+            have = set(covering)
+            packed[key] = [value for value in values if value not in have]
+            rest[key] = values
     if rest:
         packed[DOC_KEY] = orjson.dumps(rest).decode()
     return packed
@@ -42,7 +57,8 @@ def unpack_payload(payload: dict[str, Any] | None) -> dict[str, Any]:
     return unpacked
 
 
-def needs_document(partial: dict[str, Any], native: Iterable[str]) -> bool:
+def needs_document(partial: dict[str, Any], native: Iterable[str], covered: Mapping[str, str] | None = None) -> bool:
     """Does applying ``partial`` rewrite the packed document (so it must be read first)?"""
     native = frozenset(native)
-    return any(key not in native for key in partial)
+    paired = {name for pair in (covered or {}).items() for name in pair}
+    return any(key not in native or key in paired for key in partial)

@@ -34,6 +34,16 @@ class Embedder(Protocol):
         """One vector per text, in order, L2-normalised."""
 
 
+def embed_f32(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """The vectors of ``texts`` as one float32 matrix (one row per text): what the embed stage
+    packs for the broker. Providers that compute in numpy hand theirs over directly
+    (``embed_f32``), saving a list of Python floats per text and its conversion back."""
+    direct = getattr(embedder, "embed_f32", None)
+    if direct is not None:
+        return direct(texts)
+    return np.asarray(embedder.embed(texts), dtype=np.float32).reshape(len(texts), -1)
+
+
 class HashEmbedder:
     """Signed feature hashing of word unigrams and bigrams."""
 
@@ -44,6 +54,9 @@ class HashEmbedder:
         self.dimensions = dimensions
 
     def _one(self, text: str) -> list[float]:
+        return self._vector(text).tolist()
+
+    def _vector(self, text: str) -> np.ndarray:
         # numpy for the accumulate and normalise: in pure Python they were most of the
         # provider's cost, and this provider exists to measure the pipeline, not itself.
         tokens = _TOKEN.findall(text.lower())
@@ -57,10 +70,16 @@ class HashEmbedder:
         norm = float(np.sqrt(vector @ vector))
         if norm == 0.0:
             vector[0], norm = 1.0, 1.0
-        return (vector / norm).tolist()
+        return vector / norm
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [self._one(text) for text in texts]
+
+    def embed_f32(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row] = self._vector(text)
+        return out
 
 
 class LocalEmbedder:
@@ -87,11 +106,15 @@ class LocalEmbedder:
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        return [v.tolist() for v in self.embed_f32(texts)]
+
+    def embed_f32(self, texts: list[str]) -> np.ndarray:
         with self._lock:
             vectors = self._model.encode(
-                texts, batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False
+                texts, batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False,
+                convert_to_numpy=True,
             )
-        return [v.tolist() for v in vectors]
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimensions)
 
 
 class OpenAIEmbedder:

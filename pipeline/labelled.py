@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pipeline.embedding import Embedder
+from pipeline.embedding import Embedder, embed_f32
 
 # A label: a letter first, then up to four words of letters, digits, dots, apostrophes or
 # hyphens, a colon, and white space. "https://…" (no space after the colon), "10:30" (a digit
@@ -53,6 +53,24 @@ def labelled_sentences(text: str) -> list[str] | None:
     return [prefix + piece.strip() for piece in pieces]
 
 
+def _pieces(texts: Sequence[str]) -> tuple[list[str], list[tuple[int, int]]]:
+    """What to embed (each labelled text's sentences, every other text whole) and each text's span."""
+    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for text in texts:
+        sentences = labelled_sentences(text) or [text]
+        spans.append((len(pieces), len(pieces) + len(sentences)))
+        pieces.extend(sentences)
+    return pieces, spans
+
+
+def _mean_row(vectors: np.ndarray, start: int, end: int) -> np.ndarray:
+    """The normalised mean of rows ``start:end`` (float64)."""
+    mean = vectors[start:end].sum(axis=0)
+    norm = float(np.sqrt(mean @ mean))
+    return mean / norm if norm else vectors[start]
+
+
 def embed_contents(embedder: Embedder, texts: Sequence[str], *, labelled: bool = True) -> list[list[float]]:
     """One vector per memory content, in order: labelled content as its sentences' mean.
 
@@ -60,21 +78,27 @@ def embed_contents(embedder: Embedder, texts: Sequence[str], *, labelled: bool =
     """
     if not labelled:
         return embedder.embed(list(texts))
-    pieces: list[str] = []
-    spans: list[tuple[int, int]] = []
-    for text in texts:
-        sentences = labelled_sentences(text) or [text]
-        spans.append((len(pieces), len(pieces) + len(sentences)))
-        pieces.extend(sentences)
+    pieces, spans = _pieces(texts)
     if len(pieces) == len(texts):  # nothing labelled: the provider's vectors as they are
         return embedder.embed(list(texts))
     vectors = np.asarray(embedder.embed(pieces), dtype=np.float64)
-    out: list[list[float]] = []
-    for start, end in spans:
-        if end - start == 1:
-            out.append(vectors[start].tolist())
-            continue
-        mean = vectors[start:end].sum(axis=0)
-        norm = float(np.sqrt(mean @ mean))
-        out.append((mean / norm if norm else vectors[start]).tolist())
+    return [vectors[start].tolist() if end - start == 1 else _mean_row(vectors, start, end).tolist()
+            for start, end in spans]
+
+
+def embed_contents_f32(embedder: Embedder, texts: Sequence[str], *, labelled: bool = True) -> np.ndarray:
+    """``embed_contents`` as one float32 matrix (a row per content): what the embed stage packs.
+
+    The provider's float32 rows pass through untouched (``pipeline.embedding.embed_f32``: no
+    list of Python floats per text); a labelled content's mean is taken in float64, as above.
+    """
+    if not labelled:
+        return embed_f32(embedder, list(texts))
+    pieces, spans = _pieces(texts)
+    if len(pieces) == len(texts):
+        return embed_f32(embedder, list(texts))
+    vectors = embed_f32(embedder, pieces).astype(np.float64)
+    out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+    for row, (start, end) in enumerate(spans):
+        out[row] = vectors[start] if end - start == 1 else _mean_row(vectors, start, end)
     return out

@@ -44,6 +44,32 @@ end
 """
 
 
+# Queueing a batch: every record's pending hash, the in-flight set, old tombstones cleared
+# (ARGV[2] = 1) and the arrival key (ARGV[1] ms; 0 = none), in one command. As a pipeline of
+# two commands per record, redis-py's packing cost the web ~13-19 us per memory (measured with
+# 500-record Slack batches); one script call costs a fraction of it, and the broker parses one
+# command instead of a thousand. KEYS are the pending hashes; ARGV[3..] the records' JSON.
+_MARK_QUEUED = """
+local pending_prefix, tombstone_prefix = '""" + PENDING_PREFIX + """', '""" + TOMBSTONE_PREFIX + """'
+local ids = {}
+for i, key in ipairs(KEYS) do
+  redis.call('hset', key, 'state', 'queued', 'record', ARGV[i + 2])
+  ids[#ids + 1] = string.sub(key, #pending_prefix + 1)
+end
+for start = 1, #ids, 1000 do
+  local chunk, tombstones = {}, {}
+  for i = start, math.min(start + 999, #ids) do
+    chunk[#chunk + 1] = ids[i]
+    tombstones[#tombstones + 1] = tombstone_prefix .. ids[i]
+  end
+  redis.call('sadd', '""" + INFLIGHT_KEY + """', unpack(chunk))
+  if ARGV[2] == '1' then redis.call('del', unpack(tombstones)) end
+end
+local window = tonumber(ARGV[1])
+if #KEYS > 0 and window > 0 then redis.call('set', '""" + ARRIVING_KEY + """', 1, 'px', window) end
+"""
+
+
 def pending_key(memory_id: str) -> str:
     return PENDING_PREFIX + memory_id
 
@@ -58,20 +84,18 @@ class PipelineTracker:
     def __init__(self, client: redis.Redis, arrival_window_ms: int = 250):
         self._redis = client
         self._advance_script = client.register_script(_ADVANCE_IF_PENDING)
+        self._mark_queued_script = client.register_script(_MARK_QUEUED)
         self._arrival_window_ms = arrival_window_ms
 
     def mark_queued(self, records: Iterable[dict[str, Any]], *, clear_tombstones: bool = False) -> None:
         """Pending state for each record (and, for a new write, any old delete's tombstone cleared)."""
         records = list(records)
-        pipe = self._redis.pipeline(transaction=False)
-        if clear_tombstones and records:
-            pipe.delete(*[tombstone_key(r["id"]) for r in records])
-        for record in records:
-            pipe.hset(pending_key(record["id"]), mapping={"state": QUEUED, "record": orjson.dumps(record)})
-            pipe.sadd(INFLIGHT_KEY, record["id"])
-        if records and self._arrival_window_ms > 0:
-            pipe.set(ARRIVING_KEY, 1, px=self._arrival_window_ms)
-        pipe.execute()
+        if not records:
+            return
+        self._mark_queued_script(
+            keys=[pending_key(r["id"]) for r in records],
+            args=[self._arrival_window_ms, 1 if clear_tombstones else 0, *(orjson.dumps(r) for r in records)],
+        )
 
     def writes_arriving(self) -> bool:
         """Were writes queued within the last ``arrival_window_ms``?"""

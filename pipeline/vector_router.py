@@ -84,6 +84,10 @@ class VectorRouter:
     def ensure_collection(self) -> None:
         self._writable()  # opening a store ensures its collection
 
+    def build_due(self) -> bool:
+        """Does any open store want an index build now (Edge; a server builds its own)?"""
+        return any(getattr(store, "build_due", lambda: False)() for store in self._services.open_vector_stores())
+
     def maintain(self) -> None:
         for store in self._services.open_vector_stores():
             store.maintain()

@@ -36,6 +36,9 @@ INDEX_BUILD_FINISHED = "edge index build finished"
 # the indexed ones, ``content`` included (its scored text index is keyword search, see
 # pipeline.edge_text).
 EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES + (edge_text.TEXT_FIELD,))
+# ``tag_prefixes`` natively without the whole tags (``tags_lower`` has them; filters ask both):
+# see pipeline.edge_payload.
+EDGE_COVERED_FIELDS = {"tag_prefixes": "tags_lower"}
 # Every search excludes archived points. A keyword ``lifecycle`` field carries that state: a
 # keyword must_not is served from its index (~0.7 ms at 5k points), where the same check on
 # a bool index measured 24-37 ms.
@@ -115,7 +118,7 @@ def _record(raw_id: Any, payload: dict[str, Any] | None, vector: Any) -> VectorR
     return VectorRecord(payload.get("memory_id") or str(raw_id), payload, list(vector) if vector is not None else None)
 
 
-def _build_filter(scope: Scope, *, field, one, any_of, range_, combine, exclusions: bool = True):
+def _build_filter(scope: Scope, *, field, one, any_of, range_, combine, either, exclusions: bool = True):
     """One filter, two client libraries: the builders passed in make each backend's objects.
 
     Without ``exclusions`` the filter leaves out the two exclusions every search carries
@@ -125,15 +128,23 @@ def _build_filter(scope: Scope, *, field, one, any_of, range_, combine, exclusio
     must, must_not = [], []
     tf = scope.tags
     if tf.active:
-        key = "tag_prefixes" if tf.match == "prefix" else "tags_lower"
-        if tf.mode == "all":
-            must += [field(key, one(t)) for t in tf.lowered]
+        if tf.match != "prefix":
+            if tf.mode == "all":
+                must += [field("tags_lower", one(t)) for t in tf.lowered]
+            else:
+                must.append(field("tags_lower", any_of(tf.lowered)))
+        # A prefix is in tag_prefixes or is a whole tag (tags_lower): an Edge point keeps
+        # only the prefixes that are not whole tags natively (EDGE_COVERED_FIELDS), a server
+        # point all of them; asking both fields matches the same points either way.
+        elif tf.mode == "all":
+            must += [either([field("tag_prefixes", one(t)), field("tags_lower", one(t))]) for t in tf.lowered]
         else:
-            must.append(field(key, any_of(tf.lowered)))
+            must.append(either([field("tag_prefixes", any_of(tf.lowered)), field("tags_lower", any_of(tf.lowered))]))
     if scope.start_epoch is not None or scope.end_epoch is not None:
         must.append(range_("timestamp_epoch", scope.start_epoch, scope.end_epoch))
     if scope.exclude_tags:
         must_not.append(field("tag_prefixes", any_of(scope.excluded_lowered)))
+        must_not.append(field("tags_lower", any_of(scope.excluded_lowered)))
     if exclusions:
         if scope.excluded_types:
             must_not.append(field("type", any_of(sorted(scope.excluded_types))))
@@ -146,6 +157,11 @@ def _dense(vector: Any) -> list[float] | None:
     if isinstance(vector, dict):
         vector = vector.get("") if "" in vector else next(iter(vector.values()), None)
     return list(vector) if vector is not None else None
+
+
+def _as_list(vector: Any) -> list[float]:
+    """qdrant-client wants a list; the vector stage hands Edge ``array('f')`` (packing.unpack_vector_f32)."""
+    return vector if isinstance(vector, list) else list(vector)
 
 
 def is_excluded(payload: dict[str, Any], scope: Scope) -> bool:
@@ -251,6 +267,7 @@ class EdgeVectorStore:
             one=qe.MatchValue,
             any_of=qe.MatchAny,
             range_=lambda key, gte, lte: qe.FieldCondition(key=key, range=qe.RangeFloat(gte=gte, lte=lte)),
+            either=lambda conditions: qe.Filter(should=conditions),
             # no conditions: no filter at all, so the search takes its unfiltered path
             combine=lambda must, must_not: qe.Filter(must=must or None, must_not=must_not or None) if must or must_not else None,
         )
@@ -270,7 +287,7 @@ class EdgeVectorStore:
 
     @staticmethod
     def _pack(payload: dict[str, Any]) -> dict[str, Any]:
-        return pack_payload(payload, EDGE_NATIVE_FIELDS)  # see pipeline.edge_payload
+        return pack_payload(payload, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)  # see pipeline.edge_payload
 
     def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
         self.set_payloads({memory_id: payload})
@@ -357,7 +374,7 @@ class EdgeVectorStore:
         # A field kept in the packed document is merged into the stored one (read, merge,
         # write), under a lock so two threads of this process cannot interleave on a point.
         with self._payload_lock:
-            merge = [m for m, p in payloads.items() if needs_document(p, EDGE_NATIVE_FIELDS)]
+            merge = [m for m, p in payloads.items() if needs_document(p, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)]
             stored = self.retrieve(merge) if merge else {}
             # Edge applies one operation per call; in-process, so a loop costs microseconds each.
             for memory_id, payload in payloads.items():
@@ -374,6 +391,11 @@ class EdgeVectorStore:
 
     def ping(self) -> bool:
         return self._shard is not None
+
+    def build_due(self) -> bool:
+        """Would ``maintain`` build the index now (enough changes, writes quiet)?"""
+        return (self._changes >= self._optimize_min_changes
+                and time.monotonic() - self._last_change >= self._optimize_quiet_s)
 
     def maintain(self) -> None:
         """Build the HNSW index when enough has changed. Blocks: call it off the request path."""
@@ -465,12 +487,13 @@ class QdrantServerVectorStore:
             one=lambda value: m.MatchValue(value=value),
             any_of=lambda values: m.MatchAny(any=values),
             range_=lambda key, gte, lte: m.FieldCondition(key=key, range=m.Range(gte=gte, lte=lte)),
+            either=lambda conditions: m.Filter(should=conditions),
             combine=lambda must, must_not: m.Filter(must=must or None, must_not=must_not or None),
         )
 
     def upsert(self, points: list[VectorPoint]) -> None:
         structs = [
-            self._models.PointStruct(id=point_id_for(p.memory_id), vector=p.vector, payload=p.payload) for p in points
+            self._models.PointStruct(id=point_id_for(p.memory_id), vector=_as_list(p.vector), payload=p.payload) for p in points
         ]
         self._client.upsert(self._collection, structs, wait=True)
 
@@ -484,7 +507,7 @@ class QdrantServerVectorStore:
 
     def search(self, query: VectorQuery) -> list[VectorHit]:
         response = self._client.query_points(
-            self._collection, query=query.vector, limit=query.limit, query_filter=self._filter(query),
+            self._collection, query=_as_list(query.vector), limit=query.limit, query_filter=self._filter(query),
             with_payload=True if query.with_payload else ["memory_id"],
         )
         return [VectorHit(p.payload["memory_id"], float(p.score), p.payload) for p in response.points]
@@ -497,7 +520,7 @@ class QdrantServerVectorStore:
         if not queries:
             return []
         requests = [
-            self._models.QueryRequest(query=q.vector, limit=q.limit, filter=self._filter(q),
+            self._models.QueryRequest(query=_as_list(q.vector), limit=q.limit, filter=self._filter(q),
                                       with_payload=True if q.with_payload else ["memory_id"])
             for q in queries
         ]

@@ -13,7 +13,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import EMBED_QUEUE
-from pipeline.labelled import embed_contents
+from pipeline.labelled import embed_contents_f32
 from pipeline.maintenance.migrate import settle_outstanding
 from pipeline.packing import pack_vector
 from pipeline.tracking import EMBEDDED
@@ -36,8 +36,10 @@ def embed_memories(items: list[dict[str, Any]]) -> None:
         embedder = svc.embedder_for(spec)
         for start in range(0, len(wanted), size):
             chunk = wanted[start : start + size]
-            for item, vector in zip(chunk, embed_contents(embedder, [item["text"] for item in chunk], labelled=labelled)):
-                item.setdefault("vectors_f32", {})[spec.name] = pack_vector(vector)
+            # float32 rows from the provider straight to base64 (no list of Python floats between)
+            matrix = embed_contents_f32(embedder, [item["text"] for item in chunk], labelled=labelled)
+            for item, row in zip(chunk, matrix):
+                item.setdefault("vectors_f32", {})[spec.name] = pack_vector(row)
     svc.tracker.advance([item["id"] for item in items if item.get("op") != "migrate"], EMBEDDED)
     for item in items:
         item.pop("text", None)  # embedded: the vector stage reads the payload (content included), not this copy

@@ -11,7 +11,7 @@ no collection ever holds a mixture.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import dramatiq
 
@@ -19,17 +19,18 @@ from pipeline.actors.context import services
 from pipeline.broker import VECTORS_QUEUE
 from pipeline.collections import CollectionSpec, CollectionState
 from pipeline.maintenance.migrate import MIGRATE_OP, settle_outstanding
-from pipeline.packing import pack_vector, unpack_vector, vector_of
+from pipeline.packing import pack_vector, unpack_vector_f32, vector_of
 from pipeline.resilience import store_call
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
 from pipeline.vectors import VectorPoint, vector_payload
 
 
-def vector_for(item: dict[str, Any], spec: CollectionSpec, state: CollectionState) -> list[float] | None:
+def vector_for(item: dict[str, Any], spec: CollectionSpec, state: CollectionState) -> Sequence[float] | None:
+    """The item's vector for ``spec``: a packed one as ``array('f')`` (Edge reads its buffer)."""
     keyed = item.get("vectors_f32")
     if keyed is not None:
         packed = keyed.get(spec.name)
-        vector = unpack_vector(packed) if packed is not None else None
+        vector = unpack_vector_f32(packed) if packed is not None else None
     else:
         vector = vector_of(item) if spec.name == state.live.name else None
     return vector if vector is not None and len(vector) == spec.dims else None

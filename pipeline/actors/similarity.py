@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import dramatiq
 
 from pipeline.actors.context import services
-from pipeline.broker import SIMILARITY_QUEUE
+from pipeline.broker import HOT_QUEUES, NAMESPACE, SIMILARITY_QUEUE
 from pipeline.edges import Link, merge_links
 from pipeline.relations import BY_NAME
 from pipeline.packing import vector_of
@@ -24,7 +24,7 @@ from pipeline.resilience import store_call
 from pipeline.vectors import VectorQuery, VectorStore
 
 
-def nearest_links(vectors: VectorStore, items: list[tuple[str, list[float]]], threshold: float, limit: int) -> list[Link]:
+def nearest_links(vectors: VectorStore, items: list[tuple[str, Sequence[float]]], threshold: float, limit: int) -> list[Link]:
     """SIMILAR_TO links of each (memory id, vector), from one batched search."""
     # Only ids and scores are needed: not converting each hit's payload saves most of a search.
     results = vectors.search_many([VectorQuery(vector, limit + 1, with_payload=False) for _, vector in items])
@@ -57,15 +57,40 @@ def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, s
     return waited
 
 
+# Messages a queue holds, queued or being worked on (Dramatiq's Redis broker keeps a message
+# in this hash until it is acknowledged).
+_QUEUE_MESSAGES = tuple(f"{NAMESPACE}:{queue}.msgs" for queue in sorted(HOT_QUEUES))
+
+
+def write_queues_busy(client) -> bool:
+    """Does any write-path queue (persist, embed, vectors) hold a message? One round trip."""
+    pipe = client.pipeline(transaction=False)
+    for key in _QUEUE_MESSAGES:
+        pipe.hlen(key)
+    return any(pipe.execute())
+
+
+def _write_path_active(svc) -> Callable[[], bool]:
+    """Writes still on their way: queued within the quiet window, or held by a write-path
+    queue. The second covers the end of a bulk import: once the importer stops, the arrival
+    key expires within 250 ms and the backlog falls under the bound while the last batches
+    are still being persisted, embedded and indexed; links made then took CPU from them (on
+    the web process, which owns the vectors and was the bound), not from an idle machine."""
+    def active() -> bool:
+        return svc.tracker.writes_arriving() or write_queues_busy(svc.broker_redis)
+    return active
+
+
 @dramatiq.actor(queue_name=SIMILARITY_QUEUE)
 def link_similar(items: list[dict[str, Any]]) -> None:
     svc = services()
     s = svc.settings
     if s.similar_to_limit <= 0:
         return
-    yield_to_writes(svc.tracker.inflight_count, s.similar_to_defer_backlog, s.similar_to_defer_max_s,
-                    arriving=svc.tracker.writes_arriving)
+    # SIMILAR_TO_DEFER_QUIET_MS=0 turns the arrival condition off, the queue condition with it.
+    arriving = _write_path_active(svc) if s.similar_to_defer_quiet_ms > 0 else (lambda: False)
+    yield_to_writes(svc.tracker.inflight_count, s.similar_to_defer_backlog, s.similar_to_defer_max_s, arriving=arriving)
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
-    wanted = [(item["id"], vector_of(item)) for item in items if item["id"] not in skipped]
+    wanted = [(item["id"], vector_of(item, f32=True)) for item in items if item["id"] not in skipped]
     links = store_call(nearest_links)(svc.vectors, wanted, s.similar_to_threshold, s.similar_to_limit) if wanted else []
     store_call(merge_links)(svc.graph, BY_NAME["SIMILAR_TO"], links, datetime.now(timezone.utc).isoformat())

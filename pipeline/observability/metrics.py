@@ -16,6 +16,8 @@ import time
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 # Milliseconds, as Dramatiq's middleware buckets them.
 ACTOR_DURATION_BUCKETS_MS = (5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000, 30000, 60000, 600000)
 STORE_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -119,12 +121,25 @@ class InstrumentedEmbedder:
         return self._inner
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._counted(texts, f32=False)
+
+    def embed_f32(self, texts: list[str]) -> Any:
+        """As ``pipeline.embedding.embed_f32``: a float32 matrix, counted like ``embed``."""
+        return self._counted(texts, f32=True)
+
+    def _counted(self, texts: list[str], f32: bool) -> Any:
+        from pipeline.embedding import embed_f32
+
         m, provider = self._metrics, self.name
         started = time.perf_counter()
         try:
             with_usage = getattr(self._inner, "embed_with_usage", None)
             if with_usage is not None:
                 vectors, tokens = with_usage(texts)
+                if f32:
+                    vectors = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+            elif f32:
+                vectors, tokens = embed_f32(self._inner, texts), None
             else:
                 vectors, tokens = self._inner.embed(texts), None
         except Exception:

@@ -109,6 +109,75 @@ def test_search_many_answers_each_query_as_search_does(vectors):
     assert vectors.search_many([]) == []
 
 
+TAGGED = {
+    "t0": ["slack", "slack:channel:General", "slack:user:U1"],
+    "t1": ["slack:channel:random", "entity:people:ann"],
+    "t2": ["Slack:Thread:1.2", "temp"],
+    "t3": ["temp:draft", "misc"],
+    "t4": ["misc"],
+    "t5": [],
+}
+TAG_SCOPES = [
+    Scope(TagFilter(("slack",))), Scope(TagFilter(("slack:channel",))), Scope(TagFilter(("slack:channel:general",))),
+    Scope(TagFilter(("SLACK:CHANNEL:GENERAL",), match="exact")), Scope(TagFilter(("slack:channel",), match="exact")),
+    Scope(TagFilter(("slack", "slack:user"), mode="all")), Scope(TagFilter(("slack:channel", "entity"), mode="all")),
+    Scope(TagFilter(("temp", "misc"), mode="all", match="exact")), Scope(TagFilter(("temp", "misc"))),
+    Scope(TagFilter(("entity:people", "temp"))), Scope(exclude_tags=("temp",)), Scope(exclude_tags=("slack:channel",)),
+    Scope(exclude_tags=("misc", "slack:user:u1")), Scope(TagFilter(("slack",)), exclude_tags=("slack:thread",)),
+]
+
+
+def _expected(scope: Scope) -> set[str]:
+    """The spec's tag semantics, computed apart: prefix = a colon-prefix of a tag (the tag
+    itself included), exact = a whole tag, case-insensitive; excluded as a prefix."""
+    def prefixes(tags):
+        return {":".join(t.lower().split(":")[:n]) for t in tags for n in range(1, t.count(":") + 2)}
+    found = set()
+    for memory_id, tags in TAGGED.items():
+        have = prefixes(tags) if scope.tags.match == "prefix" else {t.lower() for t in tags}
+        wanted = scope.tags.lowered
+        if wanted and not (all if scope.tags.mode == "all" else any)(t in have for t in wanted):
+            continue
+        if any(x in prefixes(tags) for x in scope.excluded_lowered):
+            continue
+        found.add(memory_id)
+    return found
+
+
+def test_tag_filters_match_the_spec_on_both_backends(vectors):
+    """Edge keeps natively only the prefixes that are not whole tags (tags_lower has those):
+    every tag scope still selects exactly what the spec says, on either backend."""
+    vectors.upsert([point(memory_id, i, tags) for i, (memory_id, tags) in enumerate(TAGGED.items())])
+    for scope in TAG_SCOPES:
+        assert set(ids(vectors.search(VectorQuery(unit(0), 20, scope)))) == _expected(scope), scope
+        assert set(ids(vectors.search_many([VectorQuery(unit(0), 20, scope)])[0])) == _expected(scope), scope
+    payload = vectors.retrieve(["t0"])["t0"].payload  # read back whole, as written
+    assert payload["tag_prefixes"] == ["slack", "slack:channel", "slack:channel:general", "slack:user", "slack:user:u1"]
+    # A tag change through a partial update: filters follow it.
+    retagged = vector_payload({"id": "t4", "content": "m4", "tags": ["slack:channel:ops"], "type": "Context"})
+    vectors.set_payloads({"t4": {k: retagged[k] for k in ("tags", "tags_lower", "tag_prefixes")}})
+    assert "t4" in ids(vectors.search(VectorQuery(unit(0), 20, Scope(TagFilter(("slack:channel",))))))
+    assert "t4" not in ids(vectors.search(VectorQuery(unit(0), 20, Scope(TagFilter(("misc",))))))
+    assert vectors.retrieve(["t4"])["t4"].payload["metadata"] == {"k": 4}  # the rest of the document kept
+
+
+def test_edge_native_tag_prefixes_are_trimmed_and_legacy_points_still_match(tmp_path):
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE)
+    store.ensure_collection()
+    qe = store._qe
+    store.upsert([point("new", 0, ["slack:channel:general", "slack"])])
+    raw = store._shard.retrieve([point_id_for("new")], with_payload=True, with_vector=False)[0].payload
+    assert raw["tag_prefixes"] == ["slack:channel"]  # "slack" and the whole channel tag are in tags_lower
+    # a point written before the trimmed layout: all prefixes native
+    legacy = point("old", 1, ["slack:channel:general"]).payload
+    store._shard.update(qe.UpdateOperation.upsert_points([qe.Point(point_id_for("old"), unit(1), legacy)]))
+    for scope in (Scope(TagFilter(("slack",))), Scope(TagFilter(("slack:channel:general",))),
+                  Scope(TagFilter(("slack", "slack:channel"), mode="all"))):
+        assert set(ids(store.search(VectorQuery(unit(0), 10, scope)))) == {"new", "old"}
+    assert ids(store.search(VectorQuery(unit(0), 10, Scope(exclude_tags=("slack",))))) == []
+    store.close()
+
+
 def test_edge_reads_points_written_before_packed_payloads(tmp_path):
     store = EdgeVectorStore(str(tmp_path / "shard"), SIZE)
     store.ensure_collection()

@@ -70,3 +70,21 @@ def test_queued_writes_mark_arrivals_that_expire_on_the_broker(broker_url):
     client.delete("mempipe:arriving")
     silent.mark_queued([{"id": "w2", "content": "y"}])
     assert not silent.writes_arriving()
+
+
+def test_mark_queued_is_one_script_call_with_the_same_effects(broker_url):
+    client = redis.Redis.from_url(broker_url)
+    tracker = PipelineTracker(client, arrival_window_ms=0)
+    tracker.tombstone(["q1", "q3"])
+    tracker.mark_queued([{"id": "q1", "content": "one"}, {"id": "q2", "content": "two"}], clear_tombstones=True)
+    assert tracker.tombstoned(["q1", "q2", "q3"]) == {"q3"}  # only the queued ones' tombstones cleared
+    assert tracker.pending("q1") == {"state": "queued", "record": {"id": "q1", "content": "one"}}
+    assert client.sismember("mempipe:inflight", "q2")
+    tracker.mark_queued([{"id": "q3", "content": "three"}])  # a plain write: the tombstone stays
+    assert tracker.tombstoned(["q3"]) == {"q3"}
+    many = [{"id": f"bulk{i}", "content": str(i)} for i in range(2500)]  # past the script's chunk of 1000
+    tracker.mark_queued(many, clear_tombstones=True)
+    assert all(client.smismember("mempipe:inflight", [m["id"] for m in many]))
+    tracker.mark_queued([])  # nothing: no call
+    tracker.finish([m["id"] for m in many] + ["q1", "q2", "q3"], "store", "recallable")
+    assert tracker.inflight_count() == 0

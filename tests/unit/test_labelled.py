@@ -68,3 +68,21 @@ def test_embed_contents_off_or_without_labels_passes_texts_through():
     assert embed_contents(embedder, texts, labelled=False) == HashEmbedder().embed(texts)
     assert embed_contents(embedder, ["a. b.", "plain"]) == HashEmbedder().embed(["a. b.", "plain"])
     assert embedder.calls == [texts, ["a. b.", "plain"]]
+
+
+def test_embed_contents_f32_is_embed_contents_as_one_float32_matrix():
+    from pipeline.labelled import embed_contents_f32
+
+    texts = ["Caroline: I went to a support group. It was powerful!", "plain text", "Mel: One. Two. Three."]
+    for labelled in (True, False):
+        matrix = embed_contents_f32(HashEmbedder(), texts, labelled=labelled)
+        assert matrix.dtype == np.float32 and matrix.shape == (3, HashEmbedder().dimensions)
+        expected = np.asarray(embed_contents(HashEmbedder(), texts, labelled=labelled), dtype=np.float32)
+        assert np.allclose(matrix, expected, atol=1e-6)
+    # a provider without embed_f32 (a plain list one) goes through embed()
+    class _ListOnly:
+        name, dimensions, semantic = "list", 3, False
+
+        def embed(self, texts):
+            return [[1.0, 0.0, 0.0] for _ in texts]
+    assert embed_contents_f32(_ListOnly(), ["a", "b"]).tolist() == [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]

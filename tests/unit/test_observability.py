@@ -165,6 +165,23 @@ def test_embedding_calls_texts_and_tokens():
     assert sample(registry, "mempipe_embedding_tokens_total", provider="openai") == 42
 
 
+def test_float32_embedding_is_counted_alike():
+    import numpy as np
+
+    from pipeline.embedding import HashEmbedder
+
+    registry = CollectorRegistry()
+    metrics = PipelineMetrics(registry)
+    matrix = InstrumentedEmbedder(Estimated(), metrics).embed_f32(["abcd", "abcdefgh"])  # via embed()
+    assert matrix.dtype == np.float32 and matrix.tolist() == [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
+    assert sample(registry, "mempipe_embedding_texts_total", provider="hash") == 2
+    reported = InstrumentedEmbedder(Reported(), metrics).embed_f32(["x"])  # the provider's usage kept
+    assert reported.shape == (1, 3) and sample(registry, "mempipe_embedding_tokens_total", provider="openai") == 42
+    direct = InstrumentedEmbedder(HashEmbedder(), metrics).embed_f32(["a b c"])  # the provider's own float32 rows
+    assert np.allclose(direct[0], HashEmbedder().embed(["a b c"])[0], atol=1e-7)
+    assert sample(registry, "mempipe_embedding_calls_total", provider="hash") == 2
+
+
 @pytest.mark.parametrize("text", [
     "GET /recall?api_key=s3cret&query=x",
     "headers: Authorization: Bearer s3cret",

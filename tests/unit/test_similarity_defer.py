@@ -29,3 +29,31 @@ def test_a_stuck_backlog_below_the_bound_holds_nothing_once_writes_stop():
     slept: list[float] = []
     assert yield_to_writes(lambda: 7, 1000, 60, sleep=slept.append, arriving=lambda: False) == 0.0
     assert yield_to_writes(lambda: 7, 0, 0.5, sleep=slept.append, arriving=lambda: True) == 0.5  # still bounded
+
+
+class _FakePipeline:
+    def __init__(self, sizes):
+        self._sizes, self.asked = sizes, []
+
+    def hlen(self, key):
+        self.asked.append(key)
+
+    def execute(self):
+        return [self._sizes.get(key, 0) for key in self.asked]
+
+
+class _FakeRedis:
+    def __init__(self, sizes):
+        self.sizes = sizes
+
+    def pipeline(self, transaction=True):
+        return _FakePipeline(self.sizes)
+
+
+def test_write_queues_busy_reads_the_write_path_queues_in_one_round_trip():
+    from pipeline.actors.similarity import write_queues_busy
+
+    assert not write_queues_busy(_FakeRedis({}))
+    assert not write_queues_busy(_FakeRedis({"mempipe:similarity.msgs": 5, "mempipe:enrich.msgs": 9}))
+    for queue in ("persist", "embed", "vectors"):
+        assert write_queues_busy(_FakeRedis({f"mempipe:{queue}.msgs": 1}))
