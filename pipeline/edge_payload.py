@@ -47,6 +47,13 @@ def pack_payload(payload: dict[str, Any], native: Iterable[str], covered: Mappin
     return packed
 
 
+class PackedPayload(dict):
+    """A payload already in this layout (``pack_payload``'s output): the store writes it as it
+    is. The persist stage packs on the worker side, so the web process, which owns the shard
+    and is the bound of the write path, neither decodes the nested payload from the message
+    nor packs it again."""
+
+
 def unpack_payload(payload: dict[str, Any] | None) -> dict[str, Any]:
     if not payload:
         return {}

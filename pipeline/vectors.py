@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from pipeline import edge_text
 from pipeline.config import Settings
-from pipeline.edge_payload import needs_document, pack_payload, unpack_payload
+from pipeline.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
 from pipeline.errors import VectorSizeMismatch
 from pipeline.graph import Scope, node_properties
 from pipeline.records import point_id_for
@@ -54,7 +54,18 @@ def archived_payload(at: str) -> dict[str, Any]:
 class VectorPoint:
     memory_id: str
     vector: list[float]
-    payload: dict[str, Any]
+    payload: dict[str, Any]  # or an Edge ``PackedPayload`` (see ``edge_packed_payload``)
+    point_id: str | None = None  # ``point_id_for(memory_id)`` when the sender computed it
+
+
+def edge_packed_payload(payload: dict[str, Any]) -> PackedPayload:
+    """``payload`` in the Qdrant Edge layout, ready to write (``pipeline.edge_payload``)."""
+    return PackedPayload(pack_payload(payload, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS))
+
+
+def plain_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as callers wrote it, whether or not it arrived packed."""
+    return unpack_payload(payload) if isinstance(payload, PackedPayload) else payload
 
 
 @dataclass(frozen=True)
@@ -274,7 +285,7 @@ class EdgeVectorStore:
 
     def upsert(self, points: list[VectorPoint]) -> None:
         qe = self._qe
-        built = [qe.Point(point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in points]
+        built = [qe.Point(p.point_id or point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in points]
         with self._payload_lock:  # never between a payload merge's read and its write
             self._shard.update(qe.UpdateOperation.upsert_points(built))
         self._changes += len(points)
@@ -287,6 +298,8 @@ class EdgeVectorStore:
 
     @staticmethod
     def _pack(payload: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(payload, PackedPayload):
+            return payload  # packed by the sender (the persist stage)
         return pack_payload(payload, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)  # see pipeline.edge_payload
 
     def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
@@ -493,7 +506,8 @@ class QdrantServerVectorStore:
 
     def upsert(self, points: list[VectorPoint]) -> None:
         structs = [
-            self._models.PointStruct(id=point_id_for(p.memory_id), vector=_as_list(p.vector), payload=p.payload) for p in points
+            self._models.PointStruct(id=point_id_for(p.memory_id), vector=_as_list(p.vector), payload=plain_payload(p.payload))
+            for p in points
         ]
         self._client.upsert(self._collection, structs, wait=True)
 

@@ -22,6 +22,7 @@ from pipeline.maintenance.migrate import MIGRATE_OP, settle_outstanding
 from pipeline.packing import pack_vector, unpack_vector_f32, vector_of
 from pipeline.resilience import store_call
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
+from pipeline.edge_payload import PackedPayload
 from pipeline.vectors import VectorPoint, vector_payload
 
 
@@ -53,10 +54,11 @@ def index_vectors(items: list[dict[str, Any]]) -> None:
         for item in copies:
             if item["id"] in current:
                 item["payload"] = vector_payload(current[item["id"]])
+                item.pop("edge_payload", None)
     state = svc.collections.state(fresh=True)
     for spec in state.writable:
-        points = [VectorPoint(i["id"], v, i["payload"]) for i in items if (v := vector_for(i, spec, state)) is not None
-                  and (i.get("op") != MIGRATE_OP or i["id"] in current)]
+        points = [VectorPoint(i["id"], v, _payload(i), i.get("point_id")) for i in items
+                  if (v := vector_for(i, spec, state)) is not None and (i.get("op") != MIGRATE_OP or i["id"] in current)]
         if points:
             store_call(svc.vector_store(spec).upsert)(points)
     settle_outstanding(svc.broker_redis, copies)
@@ -65,6 +67,12 @@ def index_vectors(items: list[dict[str, Any]]) -> None:
         ids = [item["id"] for item in writes if item["op"] == op]
         svc.tracker.finish(ids, op, RECALLABLE if op == "store" else UPDATED)
     _start_enrichment(svc, [linkable for item in writes if (linkable := _live_vector(item, state)) is not None])
+
+
+def _payload(item: dict[str, Any]) -> dict[str, Any]:
+    """The item's payload: packed for Edge by the persist stage, or plain (every other sender)."""
+    packed = item.get("edge_payload")
+    return PackedPayload(packed) if packed is not None else item["payload"]
 
 
 def _live_vector(item: dict[str, Any], state: CollectionState) -> dict[str, Any] | None:

@@ -49,3 +49,26 @@ def test_partial_updates_of_a_covered_pair_merge_with_the_stored_payload():
     assert needs_document({"tag_prefixes": ["a"]}, native, COVERED)
     assert needs_document({"tags_lower": ["a"]}, native, COVERED)
     assert not needs_document({"importance": 0.9}, native, COVERED)
+
+
+def test_the_persist_stage_packs_edge_payloads_that_the_vector_stage_writes_as_they_are():
+    import orjson
+
+    from pipeline.actors.index import _payload
+    from pipeline.actors.persist import vector_work_item
+    from pipeline.edge_payload import PackedPayload
+    from pipeline.records import point_id_for
+    from pipeline.vectors import EdgeVectorStore, edge_packed_payload, plain_payload, vector_payload
+
+    memory = {"id": "slack:T1:C1:1.2", "content": "hello", "tags": ["slack", "slack:channel:general"],
+              "type": "Context", "importance": 0.5, "timestamp": "2024-01-01T00:00:00+00:00", "metadata": {"k": [1, 2]}}
+    plain = vector_work_item(memory, "store")
+    assert "payload" in plain and "edge_payload" not in plain  # a Qdrant server: as before
+    packed = orjson.loads(orjson.dumps(vector_work_item(memory, "store", edge=True)))  # across the broker
+    assert packed["point_id"] == point_id_for(memory["id"]) and "payload" not in packed
+    assert packed["edge_payload"] == edge_packed_payload(vector_payload(memory))
+    assert packed["edge_payload"]["tag_prefixes"] == ["slack:channel"]  # trimmed, as the store would
+    payload = _payload(packed)
+    assert isinstance(payload, PackedPayload) and EdgeVectorStore._pack(payload) is payload  # not packed twice
+    assert plain_payload(payload) == vector_payload(memory)  # what a server backend would be given
+    assert _payload(plain) == plain["payload"]  # messages queued before this change still work
