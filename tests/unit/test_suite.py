@@ -55,6 +55,17 @@ def test_ingest_ratios_compare_workers_and_the_raw_model():
     assert "local_single_2_over_1_workers" not in ratios  # not measured: no ratio, not a zero
 
 
+def test_ingest_ratio_uses_the_raw_model_rate_measured_beside_each_row():
+    rows = [dict(row) for row in INGEST["rows"]]
+    rows[2] = {**rows[2], "raw_model": {"texts": 190, "rate": 28.0}}
+    rows[3] = {**rows[3], "raw_model": {"texts": 190, "rate": 30.0}}
+    f = figures.ingest({"rows": rows})  # no top-level raw_model: the newer bench_ingest layout
+    ratios = figures.ingest_ratios(f)
+    assert ratios["local_batch_1_workers_over_raw_model"] == 0.5
+    assert ratios["local_batch_2_workers_over_raw_model"] == 0.7
+    assert f["raw_model_rate"] == 28.0 and f["raw_model_texts"] == 190
+
+
 def test_recall_sizes_sorted_numerically_and_growth_ratio():
     f = figures.recall(RECALL)
     assert list(f["sizes"]) == ["200", "2000"]
