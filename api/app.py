@@ -28,7 +28,7 @@ from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
-from pipeline.broker import ALL_QUEUES, NAMESPACE, SIMILARITY_QUEUE, VECTOR_OWNER_QUEUES
+from pipeline.broker import ALL_QUEUES, SIMILARITY_QUEUE, VECTOR_OWNER_QUEUES, held_messages_key
 from pipeline.config import Settings, get_settings
 from pipeline.embedding import provider_dimensions
 from pipeline.query import RecallEngine
@@ -87,8 +87,7 @@ class _IndexMaintainer(threading.Thread):
         if not getattr(vectors, "build_due", lambda: False)():
             self._held_since = None
             return False
-        key = f"{NAMESPACE}:{SIMILARITY_QUEUE}.msgs"
-        if not self._services.broker_redis.hlen(key):
+        if not self._services.broker_redis.hlen(held_messages_key(SIMILARITY_QUEUE)):
             self._held_since = None
             return False
         now = time.monotonic()

@@ -25,6 +25,12 @@ HOT_QUEUES = frozenset({PERSIST_QUEUE, EMBED_QUEUE, VECTORS_QUEUE})
 COLD_POLL_MS = 1000
 
 
+def held_messages_key(queue: str) -> str:
+    """The hash of a queue's messages, waiting or being worked on: Dramatiq's Redis broker keeps
+    a message there until it is acknowledged (``queue`` may name a delay queue, ``<q>.DQ``)."""
+    return f"{NAMESPACE}:{queue}.msgs"
+
+
 class MempipeBroker(RedisBroker):
     """RedisBroker whose idle consumers poll the write-path queues often.
 

@@ -13,7 +13,7 @@ from api.deps import get_services, get_writes, graph_call
 from api.responses import ORJSONResponse
 from api.routes.recall import list_param
 from api.writes import WritePath
-from pipeline.broker import ENRICH_QUEUE, NAMESPACE
+from pipeline.broker import ENRICH_QUEUE, NAMESPACE, held_messages_key
 from pipeline.edges import existing_ids
 from pipeline.errors import ValidationError
 from pipeline.services import Services
@@ -25,8 +25,8 @@ MAX_REPROCESS_IDS = 1000
 
 def _queue_figures(services: Services) -> dict[str, int]:
     pipe = services.broker_redis.pipeline(transaction=False)
-    pipe.hlen(f"{NAMESPACE}:{ENRICH_QUEUE}.msgs")  # waiting or being worked on
-    pipe.hlen(f"{NAMESPACE}:{ENRICH_QUEUE}.DQ.msgs")  # waiting to be retried
+    pipe.hlen(held_messages_key(ENRICH_QUEUE))  # waiting or being worked on
+    pipe.hlen(held_messages_key(f"{ENRICH_QUEUE}.DQ"))  # waiting to be retried
     pipe.zcard(f"{NAMESPACE}:{ENRICH_QUEUE}.XQ")  # dead-lettered
     ready, delayed, dead = pipe.execute()
     return {"queue_size": int(ready) + int(delayed), "retrying": int(delayed), "dead_letters": int(dead)}

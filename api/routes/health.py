@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends
 
 from api.deps import get_services
 from api.responses import ORJSONResponse
-from pipeline.broker import ALL_QUEUES, NAMESPACE
+from pipeline.broker import ALL_QUEUES, NAMESPACE, held_messages_key
 from pipeline.services import Services
 
 router = APIRouter(tags=["health"])
@@ -19,7 +19,7 @@ def queue_stats(services: Services) -> tuple[dict[str, int], int]:
     """Messages waiting or in flight per queue, and dead-lettered messages in all."""
     pipe = services.broker_redis.pipeline(transaction=False)
     for queue in ALL_QUEUES:
-        pipe.hlen(f"{NAMESPACE}:{queue}.msgs")
+        pipe.hlen(held_messages_key(queue))
         pipe.zcard(f"{NAMESPACE}:{queue}.XQ")
     counts = pipe.execute()
     depths = dict(zip(ALL_QUEUES, counts[0::2]))

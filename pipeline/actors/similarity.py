@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import dramatiq
 
 from pipeline.actors.context import services
-from pipeline.broker import HOT_QUEUES, NAMESPACE, SIMILARITY_QUEUE
+from pipeline.broker import HOT_QUEUES, SIMILARITY_QUEUE, held_messages_key
 from pipeline.edges import Link, merge_links
 from pipeline.relations import BY_NAME
 from pipeline.packing import vector_of
@@ -57,9 +57,7 @@ def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, s
     return waited
 
 
-# Messages a queue holds, queued or being worked on (Dramatiq's Redis broker keeps a message
-# in this hash until it is acknowledged).
-_QUEUE_MESSAGES = tuple(f"{NAMESPACE}:{queue}.msgs" for queue in sorted(HOT_QUEUES))
+_QUEUE_MESSAGES = tuple(held_messages_key(queue) for queue in sorted(HOT_QUEUES))
 
 
 def write_queues_busy(client) -> bool:

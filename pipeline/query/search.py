@@ -120,7 +120,9 @@ class QuerySearch:
         always = self._policy.keyword_mode == "always"
         keyword_share = min(fetch, request.limit * self._policy.keyword_per_result)
         early_keywords = None
-        if text and always:  # its own share does not depend on the vector pool: searched alongside it
+        # its own share does not depend on the vector pool: searched before it (alongside it on a
+        # helper thread with RECALL_CONCURRENT_READS)
+        if text and always:
             early_keywords = self._soon(self._keyword_candidates, keywords, ctx, keyword_share, text, vector)
         pool = self._sources.vector(vector, ctx.scope, fetch, ctx.vector_status, text)
         if ctx.relation_prefetch is not None and sort == "score":
