@@ -125,6 +125,8 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint.")
     persist_drain_max_items: int = Field(500, ge=0, le=5000, description="Most records one persist call gathers from further queued persist messages, so queued single writes are written (and flow on) as one batch (0 = one message per call).")
     embed_batch_size: int = Field(64, ge=1, le=2048, description="Most texts sent to the provider in one call.")
+    embed_drain_max_items: int = Field(64, ge=0, le=2048, description="Most memories one embed call gathers from further queued embed messages, so the small messages of single writes fill a provider call (0 = one message per call). Kept near EMBED_BATCH_SIZE: a bigger drain would leave a second worker process idle while one embeds.")
+    vector_drain_max_items: int = Field(500, ge=0, le=5000, description="Most memories one vector-stage call gathers from further queued vector messages: one upsert, one bookkeeping round trip and one enrichment hand-off for all (0 = one message per call).")
     embed_torch_threads: int = Field(1, ge=1, le=64, description="Intra-op threads for the local model; more than 1 oversubscribes cores shared with other threads and processes.")
     embed_labelled_sentences: bool = Field(True, description="Content that starts with a label (\"Name: …\") and holds two or more sentences is embedded sentence by sentence, each with the label, and the vectors averaged (docs/labelled-sentences.md); false embeds every content whole.")
 

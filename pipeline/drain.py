@@ -3,8 +3,11 @@
 Dramatiq hands an actor one message. Single writes reach the persist queue as small messages
 (the web's coalescer gathers what arrives within a few milliseconds, a handful of records),
 and every message then costs a graph round trip and a message at every later stage. When such
-messages pile up, the persist actor takes more of them from its queue, up to a bound of
-records, and writes them all as one batch, so every later stage gets one bigger message too.
+messages pile up, an actor takes more of them from its queue, up to a bound of records, and
+handles them all as one batch, so every later stage gets one bigger message too. The persist,
+embed, vector and enrich stages do this, each with its own bound (``*_DRAIN_MAX_ITEMS``):
+whichever stage is the slowest is where messages queue, so that is where the batches form.
+Nothing waits for a batch to fill: a call takes only what is already queued.
 
 Acknowledgement stays exactly as safe as Dramatiq's own prefetch: the extra messages are
 fetched with the broker's ``fetch`` command, which moves them into this worker's ack set, the
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol
 
 import dramatiq
+from dramatiq.middleware import CurrentMessage
 
 from pipeline.observability.requestid import OPTION, message_id as current_message_id, request_id
 
@@ -99,6 +103,19 @@ def take_more(broker: DrainingBroker, queue: str, actor_name: str, have: int, ma
         if len(raw) < wanted:
             break
     return drained
+
+
+def drain_bound(max_items: int) -> int:
+    """How many records the current actor call may gather from further queued messages.
+
+    A retried message is handled alone: a record that makes the call fail then fails only
+    its own message, never the neighbours it would otherwise be drained with. Outside a
+    worker (no current message: a test calling the actor directly) nothing is drained.
+    """
+    message = CurrentMessage.get_current_message()
+    if message is None or message.options.get("retries", 0):
+        return 0
+    return max_items
 
 
 @contextmanager

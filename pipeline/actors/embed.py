@@ -13,6 +13,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import EMBED_QUEUE
+from pipeline.drain import drain_bound, draining
 from pipeline.labelled import embed_contents_f32
 from pipeline.maintenance.migrate import settle_outstanding
 from pipeline.packing import pack_vector
@@ -21,9 +22,17 @@ from pipeline.tracking import EMBEDDED
 
 @dramatiq.actor(queue_name=EMBED_QUEUE)
 def embed_memories(items: list[dict[str, Any]]) -> None:
+    svc = services()
+    # Single writes arrive a few per message; queued ones behind this one fill its provider
+    # call, and the vector stage then gets one message for all of them (pipeline.drain).
+    bound = drain_bound(svc.settings.embed_drain_max_items)
+    with draining(dramatiq.get_broker(), EMBED_QUEUE, "embed_memories", items, bound) as batch:
+        _embed(svc, batch)
+
+
+def _embed(svc, items: list[dict[str, Any]]) -> None:
     from pipeline.actors.index import index_vectors
 
-    svc = services()
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
     settle_outstanding(svc.broker_redis, [i for i in items if i["id"] in skipped])
     items = [item for item in items if item["id"] not in skipped]

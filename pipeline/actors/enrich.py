@@ -10,11 +10,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import dramatiq
-from dramatiq.middleware import CurrentMessage
 
 from pipeline.actors.context import services
 from pipeline.broker import ENRICH_QUEUE
-from pipeline.drain import draining
+from pipeline.drain import drain_bound, draining
 from pipeline.enrichment.classifier import TypeClassifier
 from pipeline.enrichment.enricher import Enricher, EnrichmentPolicy
 from pipeline.enrichment.sequence import SequenceLinker
@@ -59,10 +58,7 @@ def _drain_bound(svc: Services) -> int:
     leave the others idle. A retried message runs alone, so one bad memory cannot keep
     failing its neighbours.
     """
-    message = CurrentMessage.get_current_message()
-    if message is None or message.options.get("retries", 0) or svc.chat is not None:
-        return 0
-    return svc.settings.enrich_drain_max_items
+    return 0 if svc.chat is not None else drain_bound(svc.settings.enrich_drain_max_items)
 
 
 @dramatiq.actor(queue_name=ENRICH_QUEUE)

@@ -17,6 +17,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import VECTORS_QUEUE
+from pipeline.drain import drain_bound, draining
 from pipeline.collections import CollectionSpec, CollectionState
 from pipeline.maintenance.migrate import MIGRATE_OP, settle_outstanding
 from pipeline.packing import pack_vector, unpack_vector_f32, vector_of
@@ -40,6 +41,15 @@ def vector_for(item: dict[str, Any], spec: CollectionSpec, state: CollectionStat
 @dramatiq.actor(queue_name=VECTORS_QUEUE)
 def index_vectors(items: list[dict[str, Any]]) -> None:
     svc = services()
+    # With Qdrant Edge this runs in the web process, which also answers every request: when
+    # its vector messages queue up (single writes, a few memories each), one call takes the
+    # run behind it, and the upsert, the bookkeeping and the enrichment hand-off are paid once.
+    bound = drain_bound(svc.settings.vector_drain_max_items)
+    with draining(dramatiq.get_broker(), VECTORS_QUEUE, "index_vectors", items, bound) as batch:
+        _index(svc, batch)
+
+
+def _index(svc, items: list[dict[str, Any]]) -> None:
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
     settle_outstanding(svc.broker_redis, [i for i in items if i["id"] in skipped])
     items = [item for item in items if item["id"] not in skipped]

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import dramatiq
-from dramatiq.middleware import CurrentMessage
 
 from pipeline.actors.context import services
 from pipeline.broker import PERSIST_QUEUE
 from pipeline.classify import classify
-from pipeline.drain import draining
+from pipeline.drain import drain_bound, draining
 from pipeline.records import MemoryRecord, point_id_for
 from pipeline.resilience import store_call
 from pipeline.tracking import PERSISTED
@@ -45,22 +44,10 @@ def vector_work_item(memory: dict[str, Any], op: str, *, edge: bool = False) -> 
     return {"id": memory["id"], "op": op, "text": memory["content"], "payload": vector_payload(memory)}
 
 
-def _drain_bound(max_items: int) -> int:
-    """How many records this call may gather from further queued messages (see pipeline.drain).
-
-    A retried message is written alone: a record that makes the write fail then fails only
-    its own message, never the neighbours it would otherwise be drained with.
-    """
-    message = CurrentMessage.get_current_message()
-    if message is None or message.options.get("retries", 0):
-        return 0
-    return max_items
-
-
 @dramatiq.actor(queue_name=PERSIST_QUEUE)
 def persist_memories(records: list[dict[str, Any]]) -> None:
     svc = services()
-    bound = _drain_bound(svc.settings.persist_drain_max_items)
+    bound = drain_bound(svc.settings.persist_drain_max_items)
     with draining(dramatiq.get_broker(), PERSIST_QUEUE, "persist_memories", records, bound) as batch_records:
         _persist(svc, batch_records)
 
