@@ -46,7 +46,7 @@ import redis
 
 from ops.busy import BusySampler, format_report
 from ops.gen_slack_export import generate
-from ops.suite.procs import cpu_seconds
+from ops.suite.procs import cpu_seconds, wait_measured
 from pipeline.tracking import INFLIGHT_KEY
 from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 from tests.stack import API_TOKEN, AUTH, Servers, Stack
@@ -198,19 +198,18 @@ def _load() -> float:
 
 
 def _importer_with_rss(stack: Stack, export: Path, busy: BusySampler | None = None) -> tuple[dict, int, float]:
+    """Run the importer; returns its summary, its own peak RSS (KiB) and its CPU seconds."""
     args = [sys.executable, "-m", "ops.slack_import", str(export), "--url", stack.url, "--token", API_TOKEN,
             "--no-progress", "--json"]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen(args, cwd=Path(__file__).resolve().parents[1], env=stack.env(), stdout=out, stderr=err)
         if busy is not None:
             busy.add("importer", process.pid)
-        _, status, usage = os.wait4(process.pid, 0)  # rusage of this child alone: its peak RSS
-        process.returncode = os.waitstatus_to_exitcode(status)
+        usage = wait_measured(process)
         out.seek(0), err.seek(0)
         if process.returncode != 0:
             raise RuntimeError(f"importer failed: {err.read()[-2000:]}")
-        cpu_seconds = usage.ru_utime + usage.ru_stime  # the client's share of the same two cores
-        return json.loads(out.read().strip().splitlines()[-1]), int(usage.ru_maxrss), cpu_seconds
+        return json.loads(out.read().strip().splitlines()[-1]), usage.peak_rss_kib, usage.cpu_seconds
 
 
 def bench_batch(stack: Stack, export: Path, timeout: float, servers: Servers | None = None) -> dict:
