@@ -68,14 +68,19 @@ class _IndexMaintainer(threading.Thread):
     A due build waits (at most ``similarity_wait_s``) while the ``similarity`` queue holds
     messages: after a bulk import both run on this process, the build holds the shard and
     the GIL for seconds, and the SIMILAR_TO catch-up it overlapped cost ~3x the web CPU per
-    memory of one that ran before or after it (docs/benchmarks-log.md, issue 6).
+    memory of one that ran before or after it (docs/benchmarks-log.md, issue 6). Only a build
+    of at most ``similarity_wait_max_changes`` points waits: before the build every search
+    scans every unindexed point, so after a large import the catch-up would cost far more
+    than the build it waited for (at 100k: 33 s per 500 searches, 0.5 s once built).
     """
 
-    def __init__(self, services: Services, interval: float, similarity_wait_s: float = 0.0):
+    def __init__(self, services: Services, interval: float, similarity_wait_s: float = 0.0,
+                 similarity_wait_max_changes: int = 0):
         super().__init__(name="vector-maintenance", daemon=True)
         self._services = services
         self._interval = interval
         self._similarity_wait_s = similarity_wait_s
+        self._similarity_wait_max_changes = similarity_wait_max_changes
         self._held_since: float | None = None
         self._halt = threading.Event()
 
@@ -85,6 +90,11 @@ class _IndexMaintainer(threading.Thread):
             return False
         vectors = self._services.vectors
         if not getattr(vectors, "build_due", lambda: False)():
+            self._held_since = None
+            return False
+        if getattr(vectors, "pending_changes", lambda: 0)() > self._similarity_wait_max_changes:
+            # A big build goes first: until it ends, each SIMILAR_TO search scans every
+            # unindexed point, so the catch-up of a large import costs far more than the build.
             self._held_since = None
             return False
         if not self._services.broker_redis.hlen(held_messages_key(SIMILARITY_QUEUE)):
@@ -168,7 +178,8 @@ def create_app(
                 worker = dramatiq.Worker(pipeline.actors.broker, queues={queue}, worker_threads=1)
                 worker.start()
                 workers.append(worker)
-        maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s, settings.edge_optimize_similarity_wait_s)
+        maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s, settings.edge_optimize_similarity_wait_s,
+                                      settings.edge_optimize_similarity_wait_max_changes)
         maintainer.start()
         try:
             async with mcp.run():

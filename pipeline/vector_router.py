@@ -88,6 +88,10 @@ class VectorRouter:
         """Does any open store want an index build now (Edge; a server builds its own)?"""
         return any(getattr(store, "build_due", lambda: False)() for store in self._services.open_vector_stores())
 
+    def pending_changes(self) -> int:
+        """The most points any open store would index in its next build (0 for a server)."""
+        return max((getattr(store, "pending_changes", lambda: 0)() for store in self._services.open_vector_stores()), default=0)
+
     def maintain(self) -> None:
         for store in self._services.open_vector_stores():
             store.maintain()

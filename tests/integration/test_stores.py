@@ -109,6 +109,21 @@ def test_search_many_answers_each_query_as_search_does(vectors):
     assert vectors.search_many([]) == []
 
 
+def test_search_many_never_answers_archived_or_excluded_types(vectors):
+    """Run optimistically without the exclusions, a query with an excluded hit runs again."""
+    vectors.upsert([point(f"m{i}", i, ["misc"]) for i in range(4)] + [point("meta", 5, ["misc"], type_="MetaPattern")])
+    vectors.set_payload("m1", {"archived": True, "lifecycle": "archived"})
+    queries = [VectorQuery(unit(1), 3, with_payload=False),  # nearest is archived
+               VectorQuery(unit(5), 2, Scope(excluded_types=frozenset({"MetaPattern"}))),  # nearest is excluded
+               VectorQuery(unit(2), 1, with_payload=False)]  # nothing excluded near it
+    archived, excluded, plain = vectors.search_many(queries)
+    assert "m1" not in ids(archived) and len(archived) == 3
+    assert "meta" not in ids(excluded) and len(excluded) == 2
+    assert ids(plain) == ["m2"] and set(plain[0].payload) == {"memory_id"}
+    for query, hits in zip(queries, (archived, excluded, plain)):
+        assert ids(hits) == ids(vectors.search(query))
+
+
 TAGGED = {
     "t0": ["slack", "slack:channel:General", "slack:user:U1"],
     "t1": ["slack:channel:random", "entity:people:ann"],

@@ -14,11 +14,13 @@ class _Redis:
         return self.similarity
 
 
-def _maintainer(wait_s: float):
-    vectors = SimpleNamespace(due=False)
+def _maintainer(wait_s: float, max_changes: int = 20_000):
+    vectors = SimpleNamespace(due=False, changes=1_000)
     vectors.build_due = lambda: vectors.due
+    vectors.pending_changes = lambda: vectors.changes
     redis = _Redis()
-    return _IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 1.0, wait_s), vectors, redis
+    services = SimpleNamespace(vectors=vectors, broker_redis=redis)
+    return _IndexMaintainer(services, 1.0, wait_s, max_changes), vectors, redis
 
 
 def test_a_due_build_waits_while_the_similarity_queue_holds_work_then_goes(monkeypatch):
@@ -42,3 +44,12 @@ def test_zero_never_holds():
     maintainer, vectors, redis = _maintainer(0)
     vectors.due, redis.similarity = True, 5
     assert not maintainer._hold()
+
+
+def test_a_large_build_goes_first_the_catch_up_would_scan_every_unindexed_point():
+    maintainer, vectors, redis = _maintainer(120, max_changes=20_000)
+    vectors.due, redis.similarity = True, 200
+    vectors.changes = 20_000
+    assert maintainer._hold()  # at the bound: still waits
+    vectors.changes = 20_001
+    assert not maintainer._hold()  # past it: build now, link against the index afterwards
