@@ -1,6 +1,8 @@
 """SIMILAR_TO linking yields to the write path while the backlog is past its bound."""
 
-from pipeline.actors.similarity import yield_to_writes
+from types import SimpleNamespace
+
+from pipeline.actors.similarity import _large_index_build_due, yield_to_writes
 
 
 def test_waits_while_the_backlog_is_high_then_runs():
@@ -57,3 +59,17 @@ def test_write_queues_busy_reads_the_write_path_queues_in_one_round_trip():
     assert not write_queues_busy(_FakeRedis({"mempipe:similarity.msgs": 5, "mempipe:enrich.msgs": 9}))
     for queue in ("persist", "embed", "vectors"):
         assert write_queues_busy(_FakeRedis({f"mempipe:{queue}.msgs": 1}))
+
+
+def test_linking_waits_for_a_large_index_build_only():
+    vectors = SimpleNamespace(pending=0)
+    vectors.pending_changes = lambda: vectors.pending
+    svc = SimpleNamespace(vectors=vectors, settings=SimpleNamespace(edge_optimize_similarity_wait_max_changes=20_000))
+    due = _large_index_build_due(svc)
+    assert not due()
+    vectors.pending = 20_000
+    assert not due()  # a build this small waits for the catch-up instead (api.app._IndexMaintainer)
+    vectors.pending = 98_000
+    assert due()
+    server = SimpleNamespace(vectors=SimpleNamespace(), settings=svc.settings)  # a Qdrant server indexes as it goes
+    assert not _large_index_build_due(server)()
