@@ -10,10 +10,11 @@ stack (real redis-server + FalkorDB, uvicorn web owning Qdrant Edge, Dramatiq wo
   until every imported memory is in the graph *and* the vector index.
 - **single**: ``POST /memory`` (``wait=false``) from 8 concurrent clients (``http.client``
   keep-alive connections: a light load generator); memories/s until all are recallable.
-- **raw model**: the local model embedding the same texts in a process of its own, with the
-  workers' batch size and torch threads, right before each ``local`` configuration: the
-  limit one worker process is compared to (the ratio is reported beside it).
-- **importer peak RSS** on a small and the large export (it must stay flat).
+- **raw model**: the local model embedding the same texts (the export's first
+  ``--raw-model-texts``) in a process of its own, with the workers' batch size and torch
+  threads, right before each ``local`` configuration: the limit one worker process is
+  compared to (the ratio is reported beside it).
+- **importer peak RSS** (its own VmHWM) on a small and the large export (it must stay flat).
 
 Between the batch and the single-write phases the previous phase's enrichment backlog
 (SIMILAR_TO) drains and the Edge index build (HNSW) of its points runs to the end, so each
@@ -365,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.bench_ingest", description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000, help="synthetic export size for the hash provider")
     parser.add_argument("--local-messages", type=int, default=4_000, help="export size for the local model")
+    parser.add_argument("--raw-model-texts", type=int, default=4_000,
+                        help="texts the model alone embeds for its raw rate: the export's first N (a steady rate needs a "
+                             "few thousand; at 100k messages all of them would take as long as the import)")
     parser.add_argument("--singles", type=int, default=10_000, help="single POST /memory writes (hash provider)")
     parser.add_argument("--small", type=int, default=10_000, help="small export for the importer RSS comparison")
     parser.add_argument("--providers", default="hash,local")
@@ -395,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                 raw = None
                 if provider == "local":  # the model alone, back to back with the pipeline run
                     print("... local model alone", file=sys.stderr, flush=True)
-                    raw = raw_model_rate_apart(export, args.local_messages)
+                    raw = raw_model_rate_apart(export, min(args.local_messages, args.raw_model_texts))
                 print(f"... {provider}, {workers} worker process(es)", file=sys.stderr, flush=True)
                 row = run_config(servers, provider, workers, export, singles, args.timeout, args.single_client, args.catch_up,
                                  args.settle_index)
