@@ -47,7 +47,9 @@ def ingest(data: dict) -> dict:
             "raw_model_rate": (row.get("raw_model") or {}).get("rate"),
         })
     raw = data.get("raw_model") or next((r["raw_model"] for r in data.get("rows") or [] if r.get("raw_model")), {})
-    return {"rows": rows, "raw_model_rate": raw.get("rate"), "raw_model_texts": raw.get("texts")}
+    small = data.get("importer_rss_small") or {}  # the same importer on a smaller export: its RSS must not grow with size
+    return {"rows": rows, "raw_model_rate": raw.get("rate"), "raw_model_texts": raw.get("texts"),
+            "importer_rss_small_mib": small.get("importer_peak_rss_mib"), "importer_rss_small_messages": small.get("messages")}
 
 
 def ingest_ratios(figures: dict) -> dict:

@@ -85,12 +85,14 @@ def ingest(f: dict, ratios: dict) -> list[str]:
             lines.append(f"| {provider} | single `POST /memory`, 8 clients | {num(one.get('single_writes') or two.get('single_writes'))} "
                          f"| {num(one.get('single_rate'))} | {num(two.get('single_rate'))} "
                          f"| {times(ratios.get(f'{provider}_single_2_over_1_workers'))} | – |")
-    rss = " / ".join(num(r.get("importer_peak_rss_mib")) for r in f.get("rows", []))
+    rss = " / ".join(num(r.get("importer_peak_rss_mib")) for r in f.get("rows", [])) + " MiB"
+    if f.get("importer_rss_small_mib") is not None:
+        rss += f" (and {num(f['importer_rss_small_mib'])} MiB importing {num(f.get('importer_rss_small_messages'))} messages)"
     per_row = [num(r["raw_model_rate"]) for r in f.get("rows", []) if r.get("raw_model_rate") is not None]
     raw_rate = " / ".join(per_row) if per_row else num(f.get("raw_model_rate"))
     lines += ["", f"Raw embedding rate of the local model (all-MiniLM-L6-v2, same texts, same machine, "
                   f"in a process of its own with no pipeline running, measured beside each local row): **{raw_rate}/s** "
-                  f"over {num(f.get('raw_model_texts'))} texts. Importer peak RSS per row: {rss} MiB."]
+                  f"over {num(f.get('raw_model_texts'))} texts. Importer peak RSS per row: {rss}."]
     return lines
 
 

@@ -28,6 +28,7 @@ INGEST = {
         {"provider": "local", "workers": 2, "batch": {"messages": 200, "imported": 190, "rate": 21.0}},
     ],
     "raw_model": {"texts": 190, "seconds": 4.0, "rate": 42.0},
+    "importer_rss_small": {"messages": 500, "importer_peak_rss_mib": 58.5},
 }
 RECALL = {
     "queries_per_scenario": 50,
@@ -134,6 +135,7 @@ def test_render_shows_figures_ratios_and_failures():
     text = render.render(_suite(sections))
     assert "2 cores (load average 1.0–2.0 around the sections), 23.5 GiB RAM" in text and "commit `abc1234`" in text and "**quick run**" in text
     assert "| local | batch (Slack export, `POST /memory/batch`) | 190 | 14.0 | 21.0 | 1.50× | 0.33× / 0.50× |" in text
+    assert "Importer peak RSS per row: 60.0 / 61.0 / – / – MiB (and 58.5 MiB importing 500 messages)." in text
     assert "**failed**: exit status 1; last output: … ValueError: boom" in text
     assert "load 1.00 → 2.00" in text
     assert text == render.render(_suite(sections))  # deterministic: the README test relies on it
