@@ -8,8 +8,6 @@ With a Qdrant server it is stateless and consumes nothing.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from typing import Callable
@@ -20,6 +18,7 @@ from fastapi import FastAPI
 
 from api.access import AccessBatcher
 from api.errors import install_error_handlers
+from api.index_maintainer import BuildHolds, IndexMaintainer
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
 from api.openapi import install_openapi
@@ -28,7 +27,7 @@ from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
-from pipeline.broker import ALL_QUEUES, SIMILARITY_QUEUE, VECTOR_OWNER_QUEUES, held_messages_key
+from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
 from pipeline.embedding import provider_dimensions
 from pipeline.query import RecallEngine
@@ -60,65 +59,6 @@ def _actor_enqueuers(services: Services) -> Enqueuers:
         link=relations.link_memories.send,
         enrich=lambda ids: enrich.queue_enrichment(services, ids),
     )
-
-
-class _IndexMaintainer(threading.Thread):
-    """Runs the vector store's maintenance (Edge ``optimize()``) off the request path.
-
-    A due build waits (at most ``similarity_wait_s``) while the ``similarity`` queue holds
-    messages: after a bulk import both run on this process, the build holds the shard and
-    the GIL for seconds, and the SIMILAR_TO catch-up it overlapped cost ~3x the web CPU per
-    memory of one that ran before or after it (docs/benchmarks-log.md, issue 6). Only a build
-    of at most ``similarity_wait_max_changes`` points waits: before the build every search
-    scans every unindexed point, so after a large import the catch-up would cost far more
-    than the build it waited for (at 100k: 1.55 s per 500 searches, 0.4 s once built;
-    waiting 120 s made the catch-up 240 s, building first 155-185 s).
-    """
-
-    def __init__(self, services: Services, interval: float, similarity_wait_s: float = 0.0,
-                 similarity_wait_max_changes: int = 0):
-        super().__init__(name="vector-maintenance", daemon=True)
-        self._services = services
-        self._interval = interval
-        self._similarity_wait_s = similarity_wait_s
-        self._similarity_wait_max_changes = similarity_wait_max_changes
-        self._held_since: float | None = None
-        self._halt = threading.Event()
-
-    def _hold(self) -> bool:
-        """Should a due build wait for the similarity queue (and for how long it has)?"""
-        if self._similarity_wait_s <= 0:
-            return False
-        vectors = self._services.vectors
-        if not getattr(vectors, "build_due", lambda: False)():
-            self._held_since = None
-            return False
-        if getattr(vectors, "pending_changes", lambda: 0)() > self._similarity_wait_max_changes:
-            # A big build goes first: until it ends, each SIMILAR_TO search scans every
-            # unindexed point, so the catch-up of a large import costs far more than the build.
-            self._held_since = None
-            return False
-        if not self._services.broker_redis.hlen(held_messages_key(SIMILARITY_QUEUE)):
-            self._held_since = None
-            return False
-        now = time.monotonic()
-        if self._held_since is None:
-            self._held_since = now
-            log.info("edge index build waits for the similarity queue", extra={"max_s": self._similarity_wait_s})
-        return now - self._held_since < self._similarity_wait_s
-
-    def run(self) -> None:
-        while not self._halt.wait(self._interval):
-            try:
-                if self._hold():
-                    continue
-                self._held_since = None
-                self._services.vectors.maintain()
-            except Exception:
-                log.exception("vector index maintenance failed; will retry")
-
-    def stop(self) -> None:
-        self._halt.set()
 
 
 def create_app(
@@ -179,8 +119,7 @@ def create_app(
                 worker = dramatiq.Worker(pipeline.actors.broker, queues={queue}, worker_threads=1)
                 worker.start()
                 workers.append(worker)
-        maintainer = _IndexMaintainer(svc, settings.edge_optimize_interval_s, settings.edge_optimize_similarity_wait_s,
-                                      settings.edge_optimize_similarity_wait_max_changes)
+        maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings))
         maintainer.start()
         try:
             async with mcp.run():

@@ -31,6 +31,17 @@ def held_messages_key(queue: str) -> str:
     return f"{NAMESPACE}:{queue}.msgs"
 
 
+_WRITE_PATH_MESSAGES = tuple(held_messages_key(queue) for queue in sorted(HOT_QUEUES))
+
+
+def write_path_busy(client) -> bool:
+    """Does any write-path queue (persist, embed, vectors) hold a message? One round trip."""
+    pipe = client.pipeline(transaction=False)
+    for key in _WRITE_PATH_MESSAGES:
+        pipe.hlen(key)
+    return any(pipe.execute())
+
+
 class MempipeBroker(RedisBroker):
     """RedisBroker whose idle consumers poll the write-path queues often.
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import dramatiq
 
 from pipeline.actors.context import services
-from pipeline.broker import HOT_QUEUES, SIMILARITY_QUEUE, held_messages_key
+from pipeline.broker import SIMILARITY_QUEUE, write_path_busy
 from pipeline.edges import Link, merge_links
 from pipeline.relations import BY_NAME
 from pipeline.packing import vector_of
@@ -58,17 +58,6 @@ def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, s
     return waited
 
 
-_QUEUE_MESSAGES = tuple(held_messages_key(queue) for queue in sorted(HOT_QUEUES))
-
-
-def write_queues_busy(client) -> bool:
-    """Does any write-path queue (persist, embed, vectors) hold a message? One round trip."""
-    pipe = client.pipeline(transaction=False)
-    for key in _QUEUE_MESSAGES:
-        pipe.hlen(key)
-    return any(pipe.execute())
-
-
 def _write_path_active(svc) -> Callable[[], bool]:
     """Writes still on their way: queued within the quiet window, or held by a write-path
     queue. The second covers the end of a bulk import: once the importer stops, the arrival
@@ -76,7 +65,7 @@ def _write_path_active(svc) -> Callable[[], bool]:
     are still being persisted, embedded and indexed; links made then took CPU from them (on
     the web process, which owns the vectors and was the bound), not from an idle machine."""
     def active() -> bool:
-        return svc.tracker.writes_arriving() or write_queues_busy(svc.broker_redis)
+        return svc.tracker.writes_arriving() or write_path_busy(svc.broker_redis)
     return active
 
 

@@ -1,55 +1,94 @@
-"""The web's index maintainer: a due Edge build waits (bounded) while SIMILAR_TO work is queued."""
+"""The web's index maintainer: when a due Edge build waits (an import on its way, SIMILAR_TO after a small one)."""
 
 from types import SimpleNamespace
 
-from api.app import _IndexMaintainer
+from api.index_maintainer import BuildHolds, IndexMaintainer
+
+
+class _Pipeline:
+    def __init__(self, sizes):
+        self._sizes, self._asked = sizes, []
+
+    def hlen(self, key):
+        self._asked.append(key)
+
+    def execute(self):
+        return [self._sizes.get(key, 0) for key in self._asked]
 
 
 class _Redis:
+    """Held messages per queue, as Dramatiq's Redis broker keeps them (``mempipe:<queue>.msgs``)."""
+
     def __init__(self):
-        self.similarity = 0
+        self.sizes: dict[str, int] = {}
+
+    def set(self, queue: str, held: int) -> None:
+        self.sizes[f"mempipe:{queue}.msgs"] = held
 
     def hlen(self, key):
-        assert key == "mempipe:similarity.msgs"
-        return self.similarity
+        return self.sizes.get(key, 0)
+
+    def pipeline(self, transaction=True):
+        return _Pipeline(self.sizes)
 
 
-def _maintainer(wait_s: float, max_changes: int = 20_000):
+def _maintainer(holds: BuildHolds):
+    clock = [100.0]
     vectors = SimpleNamespace(due=False, changes=1_000)
     vectors.build_due = lambda: vectors.due
     vectors.pending_changes = lambda: vectors.changes
     redis = _Redis()
-    services = SimpleNamespace(vectors=vectors, broker_redis=redis)
-    return _IndexMaintainer(services, 1.0, wait_s, max_changes), vectors, redis
+    maintainer = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 1.0, holds, clock=lambda: clock[0])
+    return maintainer, vectors, redis, clock
 
 
-def test_a_due_build_waits_while_the_similarity_queue_holds_work_then_goes(monkeypatch):
-    clock = [100.0]
-    monkeypatch.setattr("api.app.time.monotonic", lambda: clock[0])
-    maintainer, vectors, redis = _maintainer(120)
+def test_a_due_build_waits_while_the_similarity_queue_holds_work_then_goes():
+    maintainer, vectors, redis, clock = _maintainer(BuildHolds(similarity_wait_s=120, similarity_wait_max_changes=20_000))
     assert not maintainer._hold()  # nothing due: nothing to hold
-    vectors.due, redis.similarity = True, 3
+    vectors.due = True
+    redis.set("similarity", 3)
     assert maintainer._hold()
     clock[0] += 119
     assert maintainer._hold()
     clock[0] += 2
     assert not maintainer._hold()  # the bound: builds anyway
-    redis.similarity = 0
+    redis.set("similarity", 0)
     assert not maintainer._hold()  # queue empty: builds at once
-    redis.similarity = 1
+    redis.set("similarity", 1)
     assert maintainer._hold()  # a new hold starts afresh
 
 
 def test_zero_never_holds():
-    maintainer, vectors, redis = _maintainer(0)
-    vectors.due, redis.similarity = True, 5
+    maintainer, vectors, redis, _ = _maintainer(BuildHolds())
+    vectors.due = True
+    redis.set("similarity", 5)
+    redis.set("embed", 5)
     assert not maintainer._hold()
 
 
 def test_a_large_build_goes_first_the_catch_up_would_scan_every_unindexed_point():
-    maintainer, vectors, redis = _maintainer(120, max_changes=20_000)
-    vectors.due, redis.similarity = True, 200
+    maintainer, vectors, redis, _ = _maintainer(BuildHolds(similarity_wait_s=120, similarity_wait_max_changes=20_000))
+    vectors.due = True
+    redis.set("similarity", 200)
     vectors.changes = 20_000
     assert maintainer._hold()  # at the bound: still waits
     vectors.changes = 20_001
     assert not maintainer._hold()  # past it: build now, link against the index afterwards
+
+
+def test_a_due_build_waits_for_an_import_on_its_way_up_to_a_bound_of_unindexed_points():
+    maintainer, vectors, redis, clock = _maintainer(BuildHolds(import_max_changes=50_000, similarity_wait_s=120,
+                                                               similarity_wait_max_changes=20_000))
+    vectors.due, vectors.changes = True, 30_000
+    redis.set("similarity", 40)  # deferred SIMILAR_TO work: the small-build hold would not apply at 30k
+    for queue in ("persist", "embed", "vectors"):
+        redis.sizes.clear()
+        redis.set(queue, 2)
+        assert maintainer._hold(), queue  # a slow import's pause between batches is not the end of it
+    clock[0] += 10_000
+    assert maintainer._hold()  # no time bound: only the unindexed points bound it
+    vectors.changes = 50_001
+    assert not maintainer._hold()  # recall would scan too much: build even mid-import
+    vectors.changes = 30_000
+    redis.sizes.clear()
+    assert not maintainer._hold()  # the import is through: build

@@ -52,13 +52,13 @@ class _FakeRedis:
         return _FakePipeline(self.sizes)
 
 
-def test_write_queues_busy_reads_the_write_path_queues_in_one_round_trip():
-    from pipeline.actors.similarity import write_queues_busy
+def test_write_path_busy_reads_the_write_path_queues_in_one_round_trip():
+    from pipeline.broker import write_path_busy
 
-    assert not write_queues_busy(_FakeRedis({}))
-    assert not write_queues_busy(_FakeRedis({"mempipe:similarity.msgs": 5, "mempipe:enrich.msgs": 9}))
+    assert not write_path_busy(_FakeRedis({}))
+    assert not write_path_busy(_FakeRedis({"mempipe:similarity.msgs": 5, "mempipe:enrich.msgs": 9}))
     for queue in ("persist", "embed", "vectors"):
-        assert write_queues_busy(_FakeRedis({f"mempipe:{queue}.msgs": 1}))
+        assert write_path_busy(_FakeRedis({f"mempipe:{queue}.msgs": 1}))
 
 
 def test_linking_waits_for_a_large_index_build_only():

@@ -1,0 +1,98 @@
+"""The web process's index maintainer: Edge ``optimize()`` (the HNSW build), off the request path.
+
+With Qdrant Edge the web process owns the shard, and a build holds the shard and Python's GIL
+for its whole run (seconds at 10k points, over a minute at 100k): the process answers nothing
+meanwhile. The shard says when a build is due (enough changes, vector writes quiet for
+``EDGE_OPTIMIZE_QUIET_S``); this thread decides whether a due build should wait a little longer:
+
+- **while an import is on its way** (a write-path queue holds messages), unless more than
+  ``import_max_changes`` points are unindexed. A slow import (the local model: a batch every
+  ~8 s) leaves vector writes quiet between batches, and every build it let through was
+  superseded by the next one while taking a core from the import: 4 builds during a 100k
+  import, 102 s of the web's CPU, before the one after it. Unindexed points cost recall a scan
+  (~3 ms a search at 100k), hence the bound.
+- **while the SIMILAR_TO catch-up runs after a small import** (the ``similarity`` queue holds
+  messages), at most ``similarity_wait_s``: overlapped with a build, the catch-up cost ~3x the
+  web CPU per memory (docs/benchmarks-log.md, issue 6). Past ``similarity_wait_max_changes``
+  unindexed points the build goes first: before it every search scans every unindexed point,
+  a cost that grows with the square of the import (at 100k: 1.55 s per 500 searches, 0.4 s once
+  built; waiting made the catch-up 240 s, building first 155-185 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from pipeline.broker import SIMILARITY_QUEUE, held_messages_key, write_path_busy
+from pipeline.config import Settings
+from pipeline.services import Services
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BuildHolds:
+    """When a due build waits (0 turns a hold off)."""
+
+    import_max_changes: int = 0
+    similarity_wait_s: float = 0.0
+    similarity_wait_max_changes: int = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "BuildHolds":
+        return cls(settings.edge_optimize_import_max_changes, settings.edge_optimize_similarity_wait_s,
+                   settings.edge_optimize_similarity_wait_max_changes)
+
+
+class IndexMaintainer(threading.Thread):
+    def __init__(self, services: Services, interval: float, holds: BuildHolds = BuildHolds(),
+                 clock=time.monotonic):
+        super().__init__(name="vector-maintenance", daemon=True)
+        self._services = services
+        self._interval = interval
+        self._holds = holds
+        self._clock = clock
+        self._import_held = False
+        self._similarity_held_since: float | None = None
+        self._halt = threading.Event()
+
+    def _hold(self) -> bool:
+        """Should a build wait now? (False also when none is due.)"""
+        vectors = self._services.vectors
+        if not getattr(vectors, "build_due", lambda: False)():
+            self._similarity_held_since = None
+            return False
+        unindexed = getattr(vectors, "pending_changes", lambda: 0)()
+        redis = self._services.broker_redis
+        if 0 < unindexed <= self._holds.import_max_changes and write_path_busy(redis):
+            if not self._import_held:
+                log.info("edge index build waits for the write path",
+                         extra={"changes": unindexed, "max_changes": self._holds.import_max_changes})
+            self._import_held = True
+            return True
+        self._import_held = False
+        if (self._holds.similarity_wait_s <= 0 or unindexed > self._holds.similarity_wait_max_changes
+                or not redis.hlen(held_messages_key(SIMILARITY_QUEUE))):
+            self._similarity_held_since = None
+            return False
+        now = self._clock()
+        if self._similarity_held_since is None:
+            self._similarity_held_since = now
+            log.info("edge index build waits for the similarity queue", extra={"max_s": self._holds.similarity_wait_s})
+        return now - self._similarity_held_since < self._holds.similarity_wait_s
+
+    def run(self) -> None:
+        while not self._halt.wait(self._interval):
+            try:
+                if self._hold():
+                    continue
+                self._similarity_held_since = None
+                self._services.vectors.maintain()
+            except Exception:
+                log.exception("vector index maintenance failed; will retry")
+
+    def stop(self) -> None:
+        self._halt.set()
