@@ -50,7 +50,7 @@ from ops.gen_slack_export import generate
 from ops.suite.procs import cpu_seconds, wait_measured
 from pipeline.tracking import INFLIGHT_KEY
 from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
-from tests.stack import API_TOKEN, AUTH, Servers, Stack
+from tests.stack import API_TOKEN, AUTH, Servers, Stack, discard_data
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -329,6 +329,7 @@ def run_config(servers: Servers, provider: str, workers: int, export: Path, sing
     # phases is short; without it, every 30 s as before, wherever that falls.
     stack = Stack.create(servers, EMBEDDING_PROVIDER=provider, EDGE_OPTIMIZE_INTERVAL_S="2" if settle_index else "30",
                          BACKPRESSURE_MAX_PENDING="20000", ACTOR_MAX_RETRIES="12")
+    failed = False
     try:
         stack.start_web(timeout=120)
         stack.start_worker(processes=workers, threads=2)
@@ -357,9 +358,12 @@ def run_config(servers: Servers, provider: str, workers: int, export: Path, sing
         return row
     except Exception:
         print(f"--- web log ---\n{stack.read_log('web')}\n--- worker log ---\n{stack.read_log('worker')}", file=sys.stderr)
+        failed = True
         raise
     finally:
         stack.stop()
+        if not failed:  # the next configuration starts on empty servers; a failed one's logs stay
+            discard_data(stack)
 
 
 def main(argv: list[str] | None = None) -> int:

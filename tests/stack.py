@@ -207,6 +207,25 @@ class Stack:
                 self.web.wait()
 
 
+def discard_data(stack: Stack) -> None:
+    """Delete a stopped stack's broker database, graph and data dir from the shared servers.
+
+    Benchmarks run one configuration after another on the same two redis-servers: without
+    this, each configuration would start beside everything the earlier ones left (a 100k
+    graph, a queue of 100k enrichment messages) and pay for it in memory and persistence.
+    """
+    import shutil
+
+    import redis
+    from falkordb import FalkorDB
+
+    redis.Redis.from_url(stack.redis_url).flushdb()
+    graph = FalkorDB(host="127.0.0.1", port=stack.graph_port)
+    if f"memories_{stack.name}" in graph.list_graphs():
+        graph.select_graph(f"memories_{stack.name}").delete()
+    shutil.rmtree(stack.data_dir, ignore_errors=True)
+
+
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
     deadline = time.monotonic() + timeout
     last = None
