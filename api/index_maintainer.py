@@ -66,8 +66,7 @@ class IndexMaintainer(threading.Thread):
             self._similarity_held_since = None
             return False
         unindexed = getattr(vectors, "pending_changes", lambda: 0)()
-        redis = self._services.broker_redis
-        if 0 < unindexed <= self._holds.import_max_changes and write_path_busy(redis):
+        if 0 < unindexed <= self._holds.import_max_changes and write_path_busy(self._services.broker_redis):
             if not self._import_held:
                 log.info("edge index build waits for the write path",
                          extra={"changes": unindexed, "max_changes": self._holds.import_max_changes})
@@ -75,7 +74,7 @@ class IndexMaintainer(threading.Thread):
             return True
         self._import_held = False
         if (self._holds.similarity_wait_s <= 0 or unindexed > self._holds.similarity_wait_max_changes
-                or not redis.hlen(held_messages_key(SIMILARITY_QUEUE))):
+                or not self._services.broker_redis.hlen(held_messages_key(SIMILARITY_QUEUE))):
             self._similarity_held_since = None
             return False
         now = self._clock()

@@ -72,7 +72,7 @@ def _write_path_active(svc) -> Callable[[], bool]:
 def _large_index_build_due(svc) -> Callable[[], bool]:
     """Does the shard hold more unindexed points than a build waits for the catch-up for?
 
-    Then the build goes first (api.app._IndexMaintainer) and linking waits for it: before
+    Then the build goes first (api.index_maintainer) and linking waits for it: before
     it, every search scans every unindexed point (after a 100k import, 1.55 s for one message
     of 500 searches; 0.4 s once built). Always False with a Qdrant server, which indexes
     as it goes.

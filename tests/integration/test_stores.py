@@ -280,7 +280,7 @@ class _CountingShard:
 
 
 def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintenance_thread(tmp_path, caplog):
-    from api.app import _IndexMaintainer
+    from api.index_maintainer import IndexMaintainer
     from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 
     caplog.set_level(logging.INFO, logger="pipeline.vectors")
@@ -295,7 +295,7 @@ def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintena
     store.maintain()
     assert shard.optimize_threads == []  # writes have not paused yet
 
-    maintainer = _IndexMaintainer(SimpleNamespace(vectors=store), interval=0.05)
+    maintainer = IndexMaintainer(SimpleNamespace(vectors=store), interval=0.05)  # no holds: nothing else to consult
     maintainer.start()
     try:
         deadline = time.monotonic() + 10

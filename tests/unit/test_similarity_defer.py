@@ -68,7 +68,7 @@ def test_linking_waits_for_a_large_index_build_only():
     due = _large_index_build_due(svc)
     assert not due()
     vectors.pending = 20_000
-    assert not due()  # a build this small waits for the catch-up instead (api.app._IndexMaintainer)
+    assert not due()  # a build this small waits for the catch-up instead (api.index_maintainer)
     vectors.pending = 98_000
     assert due()
     server = SimpleNamespace(vectors=SimpleNamespace(), settings=svc.settings)  # a Qdrant server indexes as it goes
