@@ -1,8 +1,9 @@
 """The suite's sections: which benchmark, with which arguments, writing which JSON.
 
 Full-size arguments follow issues 6 and 7 (ingestion of a 100k-message export with the hash
-provider and with the local model, recall at 10k and 100k, maintenance over 100k); ``quick`` keeps every section but at small sizes (about 2k memories,
-no local-model ingestion at scale), so the whole suite runs in minutes. Arguments are those
+provider and with the local model, recall at 10k and 100k, maintenance over 100k); ``quick``
+keeps every section but at small sizes (about 2k memories, no local-model ingestion at
+scale), so the whole suite runs in minutes. Arguments are those
 of each benchmark's own command line: change a benchmark's CLI, change its line here.
 """
 
