@@ -91,6 +91,7 @@ def create_app(
         tuning = WriteTuning(
             wait_seconds=settings.write_wait_seconds,
             coalesce_window_s=settings.write_coalesce_window_ms / 1000,
+            coalesce_max_wait_s=settings.write_coalesce_max_wait_ms / 1000,
             coalesce_max_items=settings.write_coalesce_max_items,
             max_pending=settings.backpressure_max_pending,
             retry_after_s=settings.backpressure_retry_after_s,

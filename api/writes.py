@@ -41,7 +41,8 @@ class WriteOutcome:
 @dataclass(frozen=True)
 class WriteTuning:
     wait_seconds: float = 2.0
-    coalesce_window_s: float = 0.002
+    coalesce_window_s: float = 0.003
+    coalesce_max_wait_s: float = 0.02
     coalesce_max_items: int = 256
     max_pending: int = 20_000
     retry_after_s: int = 2
@@ -56,7 +57,8 @@ class WritePath:
         self._wait_seconds = tuning.wait_seconds
         self._tuning = tuning
         self._backlog: tuple[int, float] | None = None  # (in flight, when read) for admit()
-        self._coalescer = WriteCoalescer(self._send_records, tuning.coalesce_window_s, tuning.coalesce_max_items)
+        self._coalescer = WriteCoalescer(self._send_records, tuning.coalesce_window_s, tuning.coalesce_max_items,
+                                         tuning.coalesce_max_wait_s)
 
     def _send_records(self, messages: list[dict[str, Any]]) -> None:
         """Queue records durably: pending state first, then one persist message for all."""
