@@ -25,6 +25,7 @@ from api.openapi import install_openapi
 from api.querystring import PlainCommas
 from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
+from api.single_write import SingleWriteFastPath
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
@@ -141,6 +142,9 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    # Added before the observability middleware, so inside it: single writes are logged,
+    # counted and traced like every request, then answered ahead of FastAPI's routing.
+    app.add_middleware(SingleWriteFastPath)
     install_observability(app, settings)
     app.add_middleware(PlainCommas)  # outermost: every layer (the access log too) sees plain commas
     app.include_router(health.router)

@@ -25,13 +25,24 @@ def _validation_message(exc: RequestValidationError) -> str:
     return f"{location}: {first.get('msg', 'invalid value')}"
 
 
+def mempipe_error_response(exc: MempipeError) -> ORJSONResponse:
+    """The envelope for one of our own errors, with the headers its status calls for."""
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+    if isinstance(exc, Overloaded):
+        headers = {"Retry-After": str(exc.retry_after)}
+    return envelope(exc.status_code, exc.message, headers)
+
+
+def store_down_response(request: Request, exc: Exception) -> ORJSONResponse:
+    """503 for a store or broker connection error that reached a route unconverted."""
+    log.warning("store unreachable during %s %s: %s", request.method, request.url.path, exc)
+    return envelope(503, "a backing store is unreachable; try again shortly")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MempipeError)
     async def _mempipe_error(_: Request, exc: MempipeError):
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-        if isinstance(exc, Overloaded):
-            headers = {"Retry-After": str(exc.retry_after)}
-        return envelope(exc.status_code, exc.message, headers)
+        return mempipe_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _request_validation(_: Request, exc: RequestValidationError):
@@ -44,8 +55,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(redis.ConnectionError)
     @app.exception_handler(redis.TimeoutError)
     async def _store_down(request: Request, exc: Exception):
-        log.warning("store unreachable during %s %s: %s", request.method, request.url.path, exc)
-        return envelope(503, "a backing store is unreachable; try again shortly")
+        return store_down_response(request, exc)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):

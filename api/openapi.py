@@ -140,6 +140,9 @@ def _query(**parameters: tuple[dict[str, Any], str]) -> list[dict[str, Any]]:
 
 # Query parameters of routes that parse them by hand (recall declares its own).
 QUERY_PARAMETERS = {
+    ("post", "/memory"): _query(
+        wait=({"type": "boolean", "default": True}, "Wait (bounded by WRITE_WAIT_SECONDS) until the write is "
+                                                    "recallable: 201 then, 202 once queued otherwise.")),
     ("get", "/memory/by-tag"): _query(
         tags=(_LIST, "Tags to list (repeat the parameter or comma-separate); a memory carrying any of them is "
                      "listed. Exact, case-insensitive."),

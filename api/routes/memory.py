@@ -11,9 +11,10 @@ from api.auth import ApiAuth
 from api.body import read_json
 from api.deps import get_limits, get_services, get_writes, graph_call
 from api.responses import ORJSONResponse
+from api.single_write import accept_single_write
 from api.writes import WritePath
 from pipeline.errors import Conflict, NotFound
-from pipeline.records import build_new_record, build_patch
+from pipeline.records import build_patch
 from pipeline.services import Services
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
@@ -30,31 +31,10 @@ def _pending_view(record: dict[str, Any]) -> dict[str, Any]:
 
 
 @router.post("/memory", status_code=201, summary="Store a memory (queued; waits until recallable unless wait=false)")
-async def store_memory(
-    request: Request,
-    services: Annotated[Services, Depends(get_services)],
-    writes: Annotated[WritePath, Depends(get_writes)],
-    wait: WaitParam = True,
-):
-    body = await read_json(request, services.settings.max_request_bytes)
-    limits = get_limits(request)
-    record = build_new_record(body, limits)
-    await writes.admit()
-    outcome = await writes.store(record, wait)
-    payload = {
-        "status": "success",
-        "message": "Memory stored" if outcome.done else "Memory accepted and queued",
-        "memory_id": record.id,
-        "state": outcome.state,
-        "type": record.type,
-        "confidence": record.confidence,
-        "tags": record.tags,
-        "importance": record.importance,
-        "timestamp": record.timestamp,
-        "updated_at": record.updated_at,
-        "metadata": record.metadata,
-    }
-    return ORJSONResponse(payload, status_code=201 if outcome.done else 202)
+async def store_memory(request: Request):
+    """Declares the route; ``api.single_write.SingleWriteFastPath`` answers it ahead of
+    FastAPI's routing with the same function (its ``wait`` parameter: ``api.openapi``)."""
+    return await accept_single_write(request)
 
 
 @router.get("/memory/{memory_id}", summary="Fetch one memory (202 while it is still in the pipeline)")
