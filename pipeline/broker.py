@@ -9,6 +9,7 @@ from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, 
 from pipeline.config import Settings
 from pipeline.observability.actor_metrics import ActorMetrics
 from pipeline.observability.requestid import TraceMiddleware
+from pipeline.wakeups import WakeConsumers, WakingConsumer, blocking_wait, wake
 
 NAMESPACE = "mempipe"
 PERSIST_QUEUE = "persist"  # graph writes: the canonical record
@@ -43,12 +44,12 @@ def write_path_busy(client) -> bool:
 
 
 class MempipeBroker(RedisBroker):
-    """RedisBroker whose idle consumers poll the write-path queues often.
+    """RedisBroker whose write-path consumers wait to be woken rather than poll.
 
-    Dramatiq's Redis consumer backs off exponentially up to the worker timeout (1 s by
-    default) when a queue is empty; at idle that would put up to a second on every stage of
-    accepted → recallable. Hot queues are capped at ``QUEUE_POLL_MS``; delay queues and
-    maintenance keep the default.
+    Consumers of the hot queues (persist, embed, vectors) block on the queue's wake list when
+    they find it empty, up to ``QUEUE_POLL_MS``; every enqueue, and every message put back,
+    wakes them (``pipeline.wakeups``). Delay queues and the other queues poll as Dramatiq
+    does, backing off up to a second.
     """
 
     def __init__(self, *, hot_poll_ms: int, **kwargs):
@@ -56,8 +57,22 @@ class MempipeBroker(RedisBroker):
         self.hot_poll_ms = hot_poll_ms
 
     def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000):
-        poll = self.hot_poll_ms if queue_name in HOT_QUEUES else min(timeout, COLD_POLL_MS)
-        return super().consume(queue_name, prefetch=prefetch, timeout=poll)
+        if queue_name in HOT_QUEUES:
+            # timeout 0: the inner consumer never sleeps on a miss; the wrapper's wait does
+            inner = super().consume(queue_name, prefetch=prefetch, timeout=0)
+            wait = blocking_wait(self.client, self.namespace, queue_name, self.hot_poll_ms / 1000)
+            return WakingConsumer(inner, wait)
+        return super().consume(queue_name, prefetch=prefetch, timeout=min(timeout, COLD_POLL_MS))
+
+    def wake_consumers(self, queue_name: str) -> None:
+        if queue_name in HOT_QUEUES:
+            wake(self.client, self.namespace, queue_name)
+
+    def do_requeue(self, queue_name: str, *message_ids: str):
+        """Put fetched messages back (a stopping worker, a drain that failed) and wake a consumer."""
+        result = self._dispatch("requeue")(queue_name, *message_ids)
+        self.wake_consumers(queue_name)
+        return result
 
 
 class PreloadEmbedder(dramatiq.Middleware):
@@ -94,6 +109,7 @@ def build_broker(settings: Settings) -> MempipeBroker:
         TraceMiddleware(),  # carries the request id from the API through every stage
         ActorMetrics(settings),  # dramatiq_* per-actor metrics; the worker-side exporter
         PreloadEmbedder(),
+        WakeConsumers(HOT_QUEUES),
     ]
     broker = MempipeBroker(
         url=settings.redis_url,

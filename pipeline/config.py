@@ -137,7 +137,7 @@ class Settings(BaseSettings):
     actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue.")
     retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
     retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
-    queue_poll_ms: int = Field(10, ge=1, le=5000, description="Longest idle poll interval of hot queues (bounds accepted→recallable latency).")
+    queue_poll_ms: int = Field(100, ge=1, le=5000, description="Longest a consumer of a write-path queue (persist, embed, vectors) waits for a wake-up before fetching anyway; every enqueue wakes it at once. At most a quarter of HEARTBEAT_TIMEOUT_MS (each wait ends in a fetch, the worker's heartbeat).")
     heartbeat_timeout_ms: int = Field(15_000, ge=1000, description="Silence after which a worker is presumed dead and its messages redelivered.")
     dead_message_ttl_days: int = Field(3650, ge=1, description="How long dead-lettered messages are kept for inspection and replay.")
     web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vectors and similarity queues with Qdrant Edge (they need the shard), none with a Qdrant server.")
@@ -306,6 +306,13 @@ class Settings(BaseSettings):
             raise ConfigurationError("CONSOLIDATION_DELETE_THRESHOLD must not exceed CONSOLIDATION_ARCHIVE_THRESHOLD")
         if self.consolidation_creative_min_similarity >= self.consolidation_creative_max_similarity:
             raise ConfigurationError("CONSOLIDATION_CREATIVE_MIN_SIMILARITY must be below CONSOLIDATION_CREATIVE_MAX_SIMILARITY")
+        return self
+
+    @model_validator(mode="after")
+    def _check_wake_wait(self) -> "Settings":
+        if self.queue_poll_ms * 4 > self.heartbeat_timeout_ms:
+            # a consumer's fetch is its worker's heartbeat: a longer wait would get it presumed dead
+            raise ConfigurationError("QUEUE_POLL_MS must be at most a quarter of HEARTBEAT_TIMEOUT_MS")
         return self
 
     # --- Derived views ---------------------------------------------------------------

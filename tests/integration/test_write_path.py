@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import httpx
@@ -203,3 +204,19 @@ def test_health_reports_the_pipeline(api):
     # Both counts converge once the pipeline has drained what earlier tests queued.
     wait_until(lambda: (h := api.get("/health").json())["memory_count"] == h["vector_count"], timeout=120,
                message="graph and vector counts equal")
+
+
+def test_idle_stages_are_woken_by_each_enqueue_not_by_polling(make_stack):
+    # Each idle consumer of persist, embed and vectors waits up to 5 s between fetches: a
+    # write would take one wait per stage (15 s) if only polling found it, far past the
+    # 2 s a waiting write is given. Woken at each enqueue it is recallable within it.
+    stack = make_stack(QUEUE_POLL_MS="5000", HEARTBEAT_TIMEOUT_MS="30000")
+    stack.start_web()
+    stack.start_worker(processes=1, threads=2)
+    with stack.client() as client:
+        assert client.post("/memory", json={"content": "warm-up"}).status_code in (201, 202)
+        for i in range(3):
+            time.sleep(6)  # every consumer is in its wait again
+            response = client.post("/memory", json={"content": f"woken write {i}", "tags": [scope()]})
+            assert response.status_code == 201, response.text
+            assert response.json()["state"] == "recallable"

@@ -1,0 +1,103 @@
+"""Consumers of the write-path queues wait to be woken instead of polling.
+
+Dramatiq's Redis consumer finds out about new messages by polling: a fetch script every few
+milliseconds while its queue is empty. The write path needs its stages to react at once
+(accepted → recallable), so its queues were polled at up to ``QUEUE_POLL_MS`` (10 ms): every
+web and worker process ran ~200 fetch scripts a second at idle (~700 a second on the broker
+for one web and two workers, measured), and under a stream of single writes about half of
+the fetches found nothing.
+
+Here a sender leaves a token on the queue's wake list (``<ns>:<queue>.wake``) with every
+message, in one round trip after the enqueue; a consumer that finds its queue empty blocks
+on that list (``BLPOP``, no CPU while it waits) and fetches as soon as a token arrives, or
+after ``QUEUE_POLL_MS`` at the latest. The timeout keeps what polling gave: a message that
+reached the queue without a token (one put back by a worker that stopped) is fetched within
+it, and each wait ends in a fetch, whose script is also the process's heartbeat (the broker
+presumes a silent worker dead after ``HEARTBEAT_TIMEOUT_MS``, so the timeout must stay well
+below that).
+
+Tokens only wake; they carry nothing. The list is trimmed to a few, so a burst of messages
+wakes a few consumers (one fetches up to its prefetch) and a stale token costs one empty
+fetch. Acknowledgements are unaffected: Dramatiq's worker threads ack as they finish.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import dramatiq
+import redis
+from dramatiq.broker import Consumer, MessageProxy
+from dramatiq.errors import ConnectionClosed
+
+TOKENS_KEPT = 4  # a burst wakes up to this many waiting consumers of one queue
+
+
+def wake_key(namespace: str, queue: str) -> str:
+    return f"{namespace}:{queue}.wake"
+
+
+def wake(client: redis.Redis, namespace: str, queue: str) -> None:
+    """Leave a token for ``queue``'s consumers (one round trip)."""
+    key = wake_key(namespace, queue)
+    pipe = client.pipeline(transaction=False)
+    pipe.lpush(key, 1)
+    pipe.ltrim(key, 0, TOKENS_KEPT - 1)
+    pipe.execute()
+
+
+class WakeConsumers(dramatiq.Middleware):
+    """After each enqueue on one of ``queues``, wake that queue's consumers."""
+
+    def __init__(self, queues: Iterable[str]):
+        self.queues = frozenset(queues)
+
+    def after_enqueue(self, broker, message, delay):
+        # A delayed message goes to the delay queue (``<q>.DQ``), polled as before; when it is
+        # due it is enqueued again on its queue without a delay, and wakes it then.
+        if delay is None and message.queue_name in self.queues:
+            wake(broker.client, broker.namespace, message.queue_name)
+
+
+class WakingConsumer(Consumer):
+    """Dramatiq's Redis consumer of one queue, waiting on the wake list when it finds nothing.
+
+    ``inner`` must not sleep on a miss itself (it is made with a zero idle timeout): this
+    wrapper's wait replaces that backoff. Everything else is the inner consumer's.
+    """
+
+    def __init__(self, inner: Consumer, wait_for_wakeup: Callable[[], None]):
+        self.inner = inner
+        self._wait_for_wakeup = wait_for_wakeup
+
+    def __next__(self) -> MessageProxy | None:
+        message = next(self.inner)
+        if message is None:
+            try:
+                self._wait_for_wakeup()
+            except redis.ConnectionError as exc:
+                raise ConnectionClosed(exc) from None
+            except redis.TimeoutError:
+                pass  # the socket timed out before the wait did: fetch again
+        return message
+
+    def ack(self, message: MessageProxy) -> None:
+        self.inner.ack(message)
+
+    def nack(self, message: MessageProxy) -> None:
+        self.inner.nack(message)
+
+    def requeue(self, messages: Iterable[MessageProxy]) -> None:
+        self.inner.requeue(messages)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)  # outstanding_message_count, queue_name, …
+
+
+def blocking_wait(client: redis.Redis, namespace: str, queue: str, timeout_s: float) -> Callable[[], None]:
+    """A wait for ``queue``'s next token, at most ``timeout_s``."""
+    key = wake_key(namespace, queue)
+    return lambda: client.blpop([key], timeout=timeout_s)

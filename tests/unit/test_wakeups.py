@@ -1,0 +1,88 @@
+"""Write-path consumers wait on a wake list instead of polling (fakeredis for the list)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import fakeredis
+import pytest
+
+from pipeline.broker import HOT_QUEUES, MempipeBroker
+from pipeline.config import Settings
+from pipeline.errors import ConfigurationError
+from pipeline.wakeups import TOKENS_KEPT, WakeConsumers, WakingConsumer, blocking_wait, wake, wake_key
+
+
+class ScriptedConsumer:
+    """An inner consumer whose fetches return what the test queued (None: the queue is empty)."""
+
+    def __init__(self, results):
+        self.results = list(results)
+        self.fetches = 0
+        self.acked = []
+
+    def __next__(self):
+        self.fetches += 1
+        return self.results.pop(0) if self.results else None
+
+    def ack(self, message):
+        self.acked.append(message)
+
+
+def test_a_miss_waits_for_a_token_and_a_hit_does_not_wait():
+    client = fakeredis.FakeRedis()
+    inner = ScriptedConsumer(["m1", None, "m2"])
+    consumer = WakingConsumer(inner, blocking_wait(client, "ns", "persist", timeout_s=5))
+    started = time.monotonic()
+    assert next(consumer) == "m1"  # a hit returns at once
+    assert time.monotonic() - started < 1
+
+    threading.Timer(0.2, wake, (client, "ns", "persist")).start()
+    started = time.monotonic()
+    assert next(consumer) is None  # the miss waited for the token, not the 5 s timeout
+    assert 0.15 < time.monotonic() - started < 3
+    assert next(consumer) == "m2" and inner.fetches == 3
+
+
+def test_without_a_token_the_wait_ends_at_the_timeout():
+    client = fakeredis.FakeRedis()
+    consumer = WakingConsumer(ScriptedConsumer([None]), blocking_wait(client, "ns", "embed", timeout_s=0.3))
+    started = time.monotonic()
+    assert next(consumer) is None
+    assert 0.25 < time.monotonic() - started < 3
+
+
+def test_acks_and_other_attributes_are_the_inner_consumers():
+    inner = ScriptedConsumer([])
+    inner.outstanding_message_count = 3
+    consumer = WakingConsumer(inner, lambda: None)
+    consumer.ack("m")
+    assert inner.acked == ["m"] and consumer.outstanding_message_count == 3
+
+
+def test_enqueues_on_hot_queues_leave_a_few_tokens_and_delayed_ones_none():
+    client = fakeredis.FakeRedis()
+    broker = SimpleNamespace(client=client, namespace="ns")
+    middleware = WakeConsumers({"persist"})
+    for _ in range(TOKENS_KEPT + 5):
+        middleware.after_enqueue(broker, SimpleNamespace(queue_name="persist"), None)
+    middleware.after_enqueue(broker, SimpleNamespace(queue_name="persist.DQ"), 5000)  # to the delay queue
+    middleware.after_enqueue(broker, SimpleNamespace(queue_name="enrich"), None)  # not a waking queue
+    assert client.llen(wake_key("ns", "persist")) == TOKENS_KEPT
+    assert not client.exists(wake_key("ns", "persist.DQ")) and not client.exists(wake_key("ns", "enrich"))
+
+
+def test_the_broker_wraps_hot_queues_only():
+    broker = MempipeBroker(hot_poll_ms=100, client=fakeredis.FakeRedis(), namespace="ns", middleware=[])
+    for queue in HOT_QUEUES:
+        assert isinstance(broker.consume(queue), WakingConsumer)
+    assert not isinstance(broker.consume("enrich"), WakingConsumer)
+    assert not isinstance(broker.consume("persist.DQ"), WakingConsumer)
+
+
+def test_the_wait_must_stay_well_below_the_heartbeat_timeout():
+    Settings(queue_poll_ms=500, heartbeat_timeout_ms=2000)
+    with pytest.raises(ConfigurationError, match="QUEUE_POLL_MS"):
+        Settings(queue_poll_ms=600, heartbeat_timeout_ms=2000)
