@@ -1,6 +1,6 @@
 """Single writes alone: the quick loop for work on the ``POST /memory`` path.
 
-    python -m ops.bench_singles [--writes 3000] [--workers 1,2] [--repeat 2]
+    python -m ops.bench_singles [--writes 3000] [--workers 1,2] [--repeat 2] [--variant K=V,K=V ...]
 
 Each run starts a fresh stack (real redis-server + FalkorDB, uvicorn web owning Qdrant Edge,
 Dramatiq workers; no index build during it), sends ``--writes`` single
@@ -34,9 +34,18 @@ def vector_messages(metrics_text: str) -> float:
                if line.startswith("dramatiq_messages_total") and 'actor_name="index_vectors"' in line)
 
 
-def run_once(servers: Servers, writes: int, workers: int, concurrency: int) -> dict:
+def parse_variant(text: str) -> dict[str, str]:
+    """``"A=1,B=2"`` → ``{"A": "1", "B": "2"}``; ``""`` → the defaults."""
+    pairs = [item.split("=", 1) for item in text.split(",") if item.strip()]
+    if any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
+        raise ValueError(f"a variant is a comma list of NAME=value, got {text!r}")
+    return {name.strip().upper(): value.strip() for name, value in pairs}
+
+
+def run_once(servers: Servers, writes: int, workers: int, concurrency: int, variant: str = "") -> dict:
     # No index build inside the run: the hour-long interval keeps Edge from starting one.
-    stack = Stack.create(servers, EMBEDDING_PROVIDER="hash", EDGE_OPTIMIZE_INTERVAL_S="3600")
+    stack = Stack.create(servers, **{"EMBEDDING_PROVIDER": "hash", "EDGE_OPTIMIZE_INTERVAL_S": "3600",
+                                     **parse_variant(variant)})
     try:
         stack.start_web(timeout=120)
         stack.start_worker(processes=workers, threads=2)
@@ -47,7 +56,7 @@ def run_once(servers: Servers, writes: int, workers: int, concurrency: int) -> d
         with stack.client() as api:
             messages = vector_messages(api.get("/metrics").text) - before
         accepted = writes - result["refused"]
-        return {"workers": workers, "load": round(os.getloadavg()[0], 1), **result,
+        return {"variant": variant, "workers": workers, "load": round(os.getloadavg()[0], 1), **result,
                 "vector_messages": int(messages), "memories_per_vector_message": round(accepted / max(messages, 1), 1)}
     finally:
         stack.stop()
@@ -59,22 +68,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default="1", help="worker process counts, comma list (alternated)")
     parser.add_argument("--repeat", type=int, default=2, help="rounds over the worker counts")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--variant", action="append", help="settings for the stack, NAME=value,... ('' = defaults); "
+                                                            "repeat to compare several")
     args = parser.parse_args(argv)
+    variants = args.variant or [""]
+    for variant in variants:
+        parse_variant(variant)  # refuse a malformed one before any run
     servers = Servers.start(Path(tempfile.mkdtemp(prefix="mempipe-singles-")) / "servers")
     runs = []
     try:
         for _ in range(args.repeat):
             for workers in (int(w) for w in args.workers.split(",") if w):
-                runs.append(run_once(servers, args.writes, workers, args.concurrency))
-                print(f"... {workers} worker(s): {runs[-1]['rate']}/s", file=sys.stderr, flush=True)
+                for variant in variants:
+                    runs.append(run_once(servers, args.writes, workers, args.concurrency, variant))
+                    print(f"... {workers} worker(s) {variant or 'defaults'}: {runs[-1]['rate']}/s", file=sys.stderr, flush=True)
     finally:
         servers.stop()
-    print(f"\n{'workers':>7} {'rate/s':>8}  {'web':>6} {'workers':>7} {'broker':>6} {'graph':>6} {'total':>6} {'client':>6}"
-          f"  {'vector msgs':>11} {'per msg':>7} {'load':>5}")
+    width = max(len(v or "defaults") for v in variants)
+    print(f"\n{'variant':<{width}} {'workers':>7} {'rate/s':>8}  {'web':>6} {'workers':>7} {'broker':>6} {'graph':>6} "
+          f"{'total':>6} {'client':>6}  {'vector msgs':>11} {'per msg':>7} {'load':>5}")
     for run in runs:
         cpu = run["cpu_ms_per_memory"]
-        print(f"{run['workers']:>7} {run['rate']:>8}  {cpu['web']:>6} {cpu['workers']:>7} {cpu['broker']:>6} {cpu['graph']:>6} "
-              f"{cpu['total']:>6} {cpu['client']:>6}  {run['vector_messages']:>11} {run['memories_per_vector_message']:>7} {run['load']:>5}")
+        print(f"{run['variant'] or 'defaults':<{width}} {run['workers']:>7} {run['rate']:>8}  {cpu['web']:>6} {cpu['workers']:>7} "
+              f"{cpu['broker']:>6} {cpu['graph']:>6} {cpu['total']:>6} {cpu['client']:>6}  {run['vector_messages']:>11} "
+              f"{run['memories_per_vector_message']:>7} {run['load']:>5}")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "bench_singles.json"
     out.write_text(json.dumps({"when": datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"), "args": vars(args),

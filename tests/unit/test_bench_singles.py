@@ -12,3 +12,15 @@ def test_vector_messages_counts_only_the_vector_stage_across_label_sets():
     ])
     assert vector_messages(text) == 15.0
     assert vector_messages("") == 0.0
+
+
+def test_a_variant_is_a_comma_list_of_settings():
+    import pytest
+
+    from ops.bench_singles import parse_variant
+
+    assert parse_variant("") == {}
+    assert parse_variant("write_coalesce_window_ms=5, WRITE_COALESCE_MAX_WAIT_MS=30") == {
+        "WRITE_COALESCE_WINDOW_MS": "5", "WRITE_COALESCE_MAX_WAIT_MS": "30"}
+    with pytest.raises(ValueError):
+        parse_variant("WRITE_COALESCE_WINDOW_MS")
