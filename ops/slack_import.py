@@ -31,8 +31,20 @@ from pipeline.slack.importer import BatchOutcome, ImportSummary, day_file_count,
 from pipeline.slack.mapping import MappingRules
 
 
+# How long the importer waits out 429s with no batch of this import accepted before it gives
+# up: the pipeline is then not draining (no worker running, a stage failing), not just busy.
+MAX_STALL_S = 600.0
+
+
 class HttpBatchSink:
     """Sends a batch to POST /memory/batch; waits out 429s and retries transient failures.
+
+    A 429 is waited out as told for as long as the pipeline keeps taking this import's
+    batches: with the local model a 500-memory batch drains in seconds, and the in-flight
+    batches take turns being admitted, so one batch may be refused for minutes while the
+    import progresses (a cap of 30 refusals, ~60 s, failed a 100k local import). The import
+    gives up only when no batch has been accepted for ``max_stall_s``. Connection errors and
+    5xx answers are retried ``max_attempts`` times with backoff.
 
     Each sending thread keeps one ``http.client`` connection alive (the importer keeps
     ``SLACK_IMPORT_IN_FLIGHT`` batches in flight, one per thread). The importer shares the
@@ -42,7 +54,7 @@ class HttpBatchSink:
     """
 
     def __init__(self, url: str, headers: dict[str, str] | None = None, max_attempts: int = 30, sleep=time.sleep,
-                 timeout: float = 120.0):
+                 timeout: float = 120.0, max_stall_s: float = MAX_STALL_S, clock=time.monotonic):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -53,6 +65,9 @@ class HttpBatchSink:
         self._timeout = timeout
         self._max_attempts = max_attempts
         self._sleep = sleep
+        self._max_stall_s = max_stall_s
+        self._clock = clock
+        self._last_accepted = clock()  # when a batch of this import was last taken (any thread)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[http.client.HTTPConnection] = []
@@ -90,30 +105,39 @@ class HttpBatchSink:
     def send(self, bodies: list[dict[str, Any]]) -> BatchOutcome:
         delay = 0.5
         payload = orjson.dumps({"memories": bodies})
-        for attempt in range(1, self._max_attempts + 1):
+        failures = 0
+        while True:
             try:
                 status, headers, data = self._post(payload)
             except (OSError, http.client.HTTPException) as exc:
-                if attempt == self._max_attempts:
+                failures += 1
+                if failures >= self._max_attempts:
                     raise RuntimeError(f"mempipe unreachable: {exc}") from exc
                 self._sleep(delay)
                 delay = min(delay * 2, 10.0)
                 continue
             if status == 429:
+                stalled = self._clock() - self._last_accepted
+                if stalled > self._max_stall_s:
+                    raise RuntimeError(f"POST /memory/batch refused (429) and no batch accepted for {stalled:.0f} s: "
+                                       "the pipeline is not draining (are the workers running?)")
                 wait = float(headers.get("retry-after") or 1)
                 self.throttled_seconds += wait
                 self._sleep(wait)
                 continue
             if status in (502, 503, 504):
+                failures += 1
+                if failures >= self._max_attempts:
+                    raise RuntimeError(f"POST /memory/batch answered {status} {failures} times in a row")
                 self._sleep(delay)
                 delay = min(delay * 2, 10.0)
                 continue
             if status not in (201, 207):
                 raise RuntimeError(f"POST /memory/batch answered {status}: {data[:300].decode(errors='replace')}")
+            self._last_accepted = self._clock()
             body = orjson.loads(data)
             errors = [r["message"] for r in body["results"] if r["status"] == "error"]
             return BatchOutcome(body["accepted_count"], body["unchanged_count"], body["failed_count"], errors)
-        raise RuntimeError(f"POST /memory/batch still refused after {self._max_attempts} attempts")
 
     def close(self) -> None:
         with self._lock:

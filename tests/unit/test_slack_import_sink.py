@@ -78,3 +78,42 @@ def test_an_unexpected_status_is_an_error_and_an_unreachable_api_gives_up(api):
         HttpBatchSink(api, sleep=lambda s: None).send([{"content": "a"}])
     with pytest.raises(RuntimeError, match="unreachable"):
         HttpBatchSink("http://127.0.0.1:9", max_attempts=2, sleep=lambda s: None).send([{"content": "a"}])
+
+
+class _Clock:
+    """A clock that moves only when the sink sleeps."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_429s_are_waited_out_while_the_import_progresses(api):
+    # 100 refusals in a row (200 s) for one batch: past the old cap of 30 attempts, but the
+    # import is still taking batches, so the sink keeps waiting.
+    clock = _Clock()
+    sink = HttpBatchSink(api, sleep=clock.sleep, clock=clock, max_stall_s=600)
+    _Api.answers = [(429, {"detail": "busy"})] * 100
+    assert sink.send([{"content": "a"}]).accepted == 1
+    assert clock.now == 200.0 and sink.throttled_seconds == 200.0
+
+
+def test_an_import_that_nothing_drains_gives_up_with_a_clear_message(api):
+    clock = _Clock()
+    sink = HttpBatchSink(api, sleep=clock.sleep, clock=clock, max_stall_s=60)
+    assert sink.send([{"content": "first"}]).accepted == 1  # accepted at t=0
+    _Api.answers = [(429, {"detail": "busy"})] * 100
+    with pytest.raises(RuntimeError, match="not draining"):
+        sink.send([{"content": "second"}])
+    assert 60 < clock.now <= 64  # gave up a Retry-After past the stall bound, not before
+
+
+def test_5xx_answers_are_retried_a_bounded_number_of_times(api):
+    _Api.answers = [(503, {"detail": "down"})] * 5
+    with pytest.raises(RuntimeError, match="answered 503 3 times"):
+        HttpBatchSink(api, max_attempts=3, sleep=lambda s: None).send([{"content": "a"}])
