@@ -18,14 +18,22 @@ silent worker dead after ``HEARTBEAT_TIMEOUT_MS``, so the timeout must stay well
 
 Tokens only wake; they carry nothing. The list is trimmed to a few, so a burst of messages
 wakes a few consumers (one fetches up to its prefetch) and a stale token costs one empty
-fetch. Acknowledgements are unaffected: Dramatiq's worker threads ack as they finish. Under
-a stream of messages the fetches are much as before (Dramatiq's consumer fetches again after
-every message it gets, and finds the queue empty as often as not): the gain is the idle
-consumers' CPU and the stages' reaction time.
+fetch. Acknowledgements are unaffected: Dramatiq's worker threads ack as they finish.
+
+Reacting at once has a price under load: polling every few milliseconds used to let a few
+messages queue between fetches, and the stages drain what is queued into one call
+(``pipeline.drain``); woken instantly, each stage took its messages one by one (the vector
+stage's calls carried ~8 memories instead of ~10 under single writes, and its per-call work is
+the web's). So a consumer woken while a stream is on (it took a message within ``STREAM_S``)
+waits ``LINGER_S`` before fetching; one woken at idle fetches at once. Measured back to back
+with polling (issue 6 session 17 in docs/benchmarks-log.md): the same rate and CPU per write
+under single writes from 8 clients, ~14× fewer broker scripts at idle, a quarter off a waiting
+write's latency at idle.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Iterable
 
 import dramatiq
@@ -62,6 +70,14 @@ class WakeConsumers(dramatiq.Middleware):
             wake(broker.client, broker.namespace, message.queue_name)
 
 
+# While messages keep coming (one was taken within STREAM_S), a woken consumer waits
+# LINGER_S before it fetches, so the messages that arrive meanwhile are drained into the same
+# call (pipeline.drain), as they were when a poll came every few milliseconds; at idle it
+# fetches at once.
+STREAM_S = 0.05
+LINGER_S = 0.005
+
+
 class WakingConsumer(Consumer):
     """Dramatiq's Redis consumer of one queue, waiting on the wake list when it finds nothing.
 
@@ -69,20 +85,28 @@ class WakingConsumer(Consumer):
     wrapper's wait replaces that backoff. Everything else is the inner consumer's.
     """
 
-    def __init__(self, inner: Consumer, wait_for_wakeup: Callable[[], None]):
+    def __init__(self, inner: Consumer, wait_for_wakeup: Callable[[], bool], *, linger_s: float = LINGER_S,
+                 stream_s: float = STREAM_S, clock=time.monotonic, sleep=time.sleep):
         self.inner = inner
         self._wait_for_wakeup = wait_for_wakeup
+        self._linger_s, self._stream_s = linger_s, stream_s
+        self._clock, self._sleep = clock, sleep
+        self._last_message_at = float("-inf")
 
     def __next__(self) -> MessageProxy | None:
         message = next(self.inner)
-        if message is None:
-            try:
-                self._wait_for_wakeup()
-            except redis.ConnectionError as exc:
-                raise ConnectionClosed(exc) from None
-            except redis.TimeoutError:
-                pass  # the socket timed out before the wait did: fetch again
-        return message
+        if message is not None:
+            self._last_message_at = self._clock()
+            return message
+        try:
+            woken = self._wait_for_wakeup()
+        except redis.ConnectionError as exc:
+            raise ConnectionClosed(exc) from None
+        except redis.TimeoutError:
+            return None  # the socket timed out before the wait did: fetch again
+        if woken and self._clock() - self._last_message_at < self._stream_s:
+            self._sleep(self._linger_s)
+        return None
 
     def ack(self, message: MessageProxy) -> None:
         self.inner.ack(message)
@@ -100,7 +124,7 @@ class WakingConsumer(Consumer):
         return getattr(self.inner, name)  # outstanding_message_count, queue_name, …
 
 
-def blocking_wait(client: redis.Redis, namespace: str, queue: str, timeout_s: float) -> Callable[[], None]:
-    """A wait for ``queue``'s next token, at most ``timeout_s``."""
+def blocking_wait(client: redis.Redis, namespace: str, queue: str, timeout_s: float) -> Callable[[], bool]:
+    """A wait for ``queue``'s next token, at most ``timeout_s``; True when a token came."""
     key = wake_key(namespace, queue)
-    return lambda: client.blpop([key], timeout=timeout_s)
+    return lambda: client.blpop([key], timeout=timeout_s) is not None

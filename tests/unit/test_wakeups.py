@@ -86,3 +86,19 @@ def test_the_wait_must_stay_well_below_the_heartbeat_timeout():
     Settings(queue_poll_ms=500, heartbeat_timeout_ms=2000)
     with pytest.raises(ConfigurationError, match="QUEUE_POLL_MS"):
         Settings(queue_poll_ms=600, heartbeat_timeout_ms=2000)
+
+
+def test_a_consumer_woken_during_a_stream_lingers_and_one_woken_at_idle_does_not():
+    now = [100.0]
+    slept = []
+    wakes = iter([True, True, False])
+    inner = ScriptedConsumer(["m1", None, None, None])
+    consumer = WakingConsumer(inner, lambda: next(wakes), linger_s=0.005, stream_s=0.05,
+                              clock=lambda: now[0], sleep=slept.append)
+    assert next(consumer) == "m1"
+    now[0] += 0.01
+    assert next(consumer) is None and slept == [0.005]  # woken 10 ms after a message: lets more queue
+    now[0] += 1.0
+    assert next(consumer) is None and slept == [0.005]  # woken after a second of quiet: fetches at once
+    now[0] -= 0.99
+    assert next(consumer) is None and slept == [0.005]  # the wait timed out: no token, no linger
