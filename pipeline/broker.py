@@ -9,6 +9,7 @@ from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, 
 from pipeline.config import Settings
 from pipeline.observability.actor_metrics import ActorMetrics
 from pipeline.observability.requestid import TraceMiddleware
+from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s
 from pipeline.wakeups import WakeConsumers, WakingConsumer, blocking_wait, wake
 
 NAMESPACE = "mempipe"
@@ -49,7 +50,8 @@ class MempipeBroker(RedisBroker):
     Consumers of the hot queues (persist, embed, vectors) block on the queue's wake list when
     they find it empty, up to ``QUEUE_POLL_MS``; every enqueue, and every message put back,
     wakes them (``pipeline.wakeups``). Delay queues and the other queues poll as Dramatiq
-    does, backing off up to a second.
+    does, backing off up to a second. A dead worker's messages are handed back by a periodic
+    maintenance round (``pipeline.redelivery``), not only by Dramatiq's random one.
     """
 
     def __init__(self, *, hot_poll_ms: int, **kwargs):
@@ -63,6 +65,16 @@ class MempipeBroker(RedisBroker):
             wait = blocking_wait(self.client, self.namespace, queue_name, self.hot_poll_ms / 1000)
             return WakingConsumer(inner, wait)
         return super().consume(queue_name, prefetch=prefetch, timeout=min(timeout, COLD_POLL_MS))
+
+    def _should_do_maintenance(self, command: str) -> int:
+        return 1 if command == MAINTAIN_COMMAND else super()._should_do_maintenance(command)
+
+    def maintain(self) -> None:
+        """Move dead workers' unacknowledged messages back onto every declared queue and delay
+        queue (and expire old dead letters): one dispatch-script call per queue."""
+        maintain = self._dispatch(MAINTAIN_COMMAND)
+        for queue_name in (*sorted(self.get_declared_queues()), *sorted(self.get_declared_delay_queues())):
+            maintain(queue_name)
 
     def wake_consumers(self, queue_name: str) -> None:
         if queue_name in HOT_QUEUES:
@@ -110,6 +122,7 @@ def build_broker(settings: Settings) -> MempipeBroker:
         ActorMetrics(settings),  # dramatiq_* per-actor metrics; the worker-side exporter
         PreloadEmbedder(),
         WakeConsumers(HOT_QUEUES),
+        PeriodicRedelivery(maintenance_interval_s(settings.heartbeat_timeout_ms)),
     ]
     broker = MempipeBroker(
         url=settings.redis_url,

@@ -138,7 +138,7 @@ class Settings(BaseSettings):
     retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
     retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
     queue_poll_ms: int = Field(100, ge=1, le=5000, description="Longest a consumer of a write-path queue (persist, embed, vectors) waits for a wake-up before fetching anyway; every enqueue wakes it at once. At most a quarter of HEARTBEAT_TIMEOUT_MS (each wait ends in a fetch, the worker's heartbeat).")
-    heartbeat_timeout_ms: int = Field(15_000, ge=1000, description="Silence after which a worker is presumed dead and its messages redelivered.")
+    heartbeat_timeout_ms: int = Field(15_000, ge=1000, description="Silence after which a worker is presumed dead; its messages are back on their queues within 1.25x this (docs/delivery.md).")
     dead_message_ttl_days: int = Field(3650, ge=1, description="How long dead-lettered messages are kept for inspection and replay.")
     web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vectors and similarity queues with Qdrant Edge (they need the shard), none with a Qdrant server.")
     edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")

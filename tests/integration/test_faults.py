@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -10,6 +11,8 @@ import pytest
 import redis
 
 from ops.redis_servers import RedisServer, free_port
+from pipeline.broker import COLD_POLL_MS
+from pipeline.redelivery import redelivery_bound_s
 from tests.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
@@ -87,6 +90,58 @@ def test_worker_killed_mid_batch_loses_nothing_and_doubles_nothing(make_stack):
         wait_until(lambda: _counts(api) == (total, total), timeout=90, message=f"{total} memories in graph and vectors")
         assert all(api.get(f"/memory/{m}").status_code == 200 for m in ids[:: 25])
         assert api.get("/health").json()["dead_letter_count"] == 0
+
+
+def test_worker_killed_holding_messages_at_idle_they_land_within_the_redelivery_bound(make_stack):
+    """No write after the kill and a surviving worker with nothing else to do: only the periodic
+    maintenance round hands the dead worker's messages back (``pipeline.redelivery``)."""
+    stack = make_stack()
+    stack.start_web()
+    broker = redis.Redis.from_url(stack.redis_url)
+    heartbeats = "mempipe:__heartbeats__"
+
+    def broker_ids() -> set[str]:
+        return {member.decode() for member in broker.zrange(heartbeats, 0, -1)}
+
+    def held_by(ids: set[str]) -> int:
+        return sum(broker.scard(key) for key in broker.scan_iter("mempipe:__acks__.*")
+                   if key.decode().split(".")[1] in ids)
+
+    survivor = stack.start_worker(processes=1, threads=2)
+    wait_until(lambda: len(broker_ids()) >= 2, timeout=30, message="web and survivor heartbeating")
+    before = broker_ids()
+    total, batches, held_at_kill = 0, 0, 0
+    with stack.client() as api:
+        for _ in range(10):  # until the victim is killed holding messages
+            victim = stack.start_worker(processes=1, threads=2)
+            wait_until(lambda: broker_ids() - before, timeout=30, message="the victim heartbeating")
+            victim_ids = broker_ids() - before
+            for _ in range(3):  # a backlog both workers take from
+                batch = [{"content": f"idle kill {batches} {i}", "tags": ["idle-kill"]} for i in range(200)]
+                assert api.post("/memory/batch", json={"memories": batch}).status_code in (201, 202)
+                total += len(batch)
+                batches += 1
+            try:
+                wait_until(lambda: held_by(victim_ids) > 0, timeout=30, interval=0.002, message="victim holding messages")
+            except AssertionError:
+                Stack.kill_worker(victim)
+                continue
+            Stack.kill_worker(victim)
+            held_at_kill = held_by(victim_ids)
+            if held_at_kill:
+                break
+            before |= victim_ids
+        assert held_at_kill > 0, "the victim was never killed holding messages; the test proved nothing"
+        # From here on nothing is written: the survivor drains the backlog, then idles.
+        killed_at = time.monotonic()
+        bound = redelivery_bound_s(int(stack.env()["HEARTBEAT_TIMEOUT_MS"]), COLD_POLL_MS)
+        wait_until(lambda: _counts(api) == (total, total), timeout=30 + 2 * bound,
+                   message=f"{total} memories in graph and vectors")
+        assert held_by(victim_ids) == 0
+        assert api.get("/health").json()["dead_letter_count"] == 0
+        elapsed = time.monotonic() - killed_at
+    assert survivor.poll() is None
+    print(f"victim held {held_at_kill} messages; all {total} stored {elapsed:.1f}s after the kill (bound {bound:.1f}s)")
 
 
 def test_graph_outage_keeps_accepting_writes_and_they_land_later(make_stack, tmp_path):

@@ -1,4 +1,5 @@
-"""Write-path consumers wait on a wake list instead of polling (fakeredis for the list)."""
+"""Write-path consumers wait on a wake list instead of polling (fakeredis for the list), and a
+dead worker's messages are handed back by a periodic round rather than by frequent fetches."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from types import SimpleNamespace
 import fakeredis
 import pytest
 
-from pipeline.broker import HOT_QUEUES, MempipeBroker
+from pipeline.broker import HOT_QUEUES, MempipeBroker, build_broker
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
+from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s, redelivery_bound_s
 from pipeline.wakeups import TOKENS_KEPT, WakeConsumers, WakingConsumer, blocking_wait, wake, wake_key
 
 
@@ -102,3 +104,43 @@ def test_a_consumer_woken_during_a_stream_lingers_and_one_woken_at_idle_does_not
     assert next(consumer) is None and slept == [0.005]  # woken after a second of quiet: fetches at once
     now[0] -= 0.99
     assert next(consumer) is None and slept == [0.005]  # the wait timed out: no token, no linger
+
+
+class CountingBroker:
+    def __init__(self):
+        self.rounds = 0
+        self.ran = threading.Event()
+
+    def maintain(self):
+        self.rounds += 1
+        self.ran.set()
+
+
+def test_one_redelivery_thread_serves_every_worker_of_a_process_until_the_last_stops():
+    middleware = PeriodicRedelivery(interval_s=0.01)
+    broker = CountingBroker()
+    middleware.after_worker_boot(broker, "vectors worker")
+    middleware.after_worker_boot(broker, "similarity worker")
+    assert broker.ran.wait(2)
+    assert [t.name for t in threading.enumerate()].count("redelivery") == 1
+    middleware.before_worker_shutdown(broker, "vectors worker")
+    rounds = broker.rounds
+    time.sleep(0.05)
+    assert broker.rounds > rounds  # still running for the other worker
+    middleware.before_worker_shutdown(broker, "similarity worker")
+    stopped_at = broker.rounds
+    time.sleep(0.05)
+    assert broker.rounds == stopped_at and "redelivery" not in [t.name for t in threading.enumerate()]
+
+
+def test_the_maintain_command_always_runs_maintenance_and_others_keep_dramatiqs_chance():
+    broker = MempipeBroker(url="redis://127.0.0.1:1/0", hot_poll_ms=100, maintenance_chance=0)
+    assert broker._should_do_maintenance(MAINTAIN_COMMAND) == 1
+    assert broker._should_do_maintenance("fetch") == 0
+
+
+def test_the_redelivery_bound_is_the_heartbeat_timeout_a_round_and_a_fetch():
+    assert maintenance_interval_s(15_000) == 3.75
+    assert redelivery_bound_s(15_000, 1000) == 15 + 3.75 + 1
+    assert any(isinstance(m, PeriodicRedelivery) and m.interval_s == 3.75
+               for m in build_broker(Settings(heartbeat_timeout_ms=15_000)).middleware)
