@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from api.access import AccessBatcher
+from api.bind import served_bind, unauthenticated_exposure
 from api.errors import install_error_handlers
 from api.index_maintainer import BuildHolds, IndexMaintainer
 from api.mcp.server import McpEndpoint
@@ -31,6 +32,7 @@ from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
 from pipeline.embedding import provider_dimensions
+from pipeline.errors import ConfigurationError
 from pipeline.query import RecallEngine
 from pipeline.records import Limits
 from pipeline.services import Services
@@ -70,6 +72,10 @@ def create_app(
 ) -> FastAPI:
     """Build the app. Tests may pass ready-made services, enqueuers and a redis factory."""
     settings = settings or get_settings()
+    # Before anything is built or connected: a refused start leaves nothing behind.
+    refusal = unauthenticated_exposure(served_bind(settings), settings)
+    if refusal:
+        raise ConfigurationError(f"refusing to start: {refusal}")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+from api.bind import Bind, unauthenticated_exposure
 from ops.redis_servers import RedisServer
 from pipeline.broker import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
-from pipeline.config import Settings, is_loopback
+from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 
 
@@ -43,13 +44,11 @@ def _load_or_create_tokens(data_dir: Path) -> dict[str, str]:
 def public_bind_refusal(settings: Settings) -> str | None:
     """Why the launcher must not start, or None.
 
-    A token generated here would only be printed on this console (or kept from an earlier
-    loopback run): exposing the API needs one the operator chose, in AUTOMEM_API_TOKEN.
+    The launcher's own tokens do not count: one generated here would only be printed on this
+    console (or kept from an earlier loopback run), so exposing the API needs one the
+    operator chose, in AUTOMEM_API_TOKEN.
     """
-    if is_loopback(settings.host) or settings.automem_api_token:
-        return None
-    return (f"HOST={settings.host} would expose the API beyond this machine without a token: "
-            "set AUTOMEM_API_TOKEN (and ADMIN_API_TOKEN), or bind to 127.0.0.1")
+    return unauthenticated_exposure(Bind(settings.host, f"HOST={settings.host}"), settings)
 
 
 class Supervisor:
