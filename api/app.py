@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from api.access import AccessBatcher
 from api.bind import served_bind, unauthenticated_exposure
 from api.errors import install_error_handlers
+from api.guard import RequestGuard
 from api.index_maintainer import BuildHolds, IndexMaintainer
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
@@ -151,6 +152,10 @@ def create_app(
     # Added before the observability middleware, so inside it: single writes are logged,
     # counted and traced like every request, then answered ahead of FastAPI's routing.
     app.add_middleware(SingleWriteFastPath)
+    # Outside the fast path, so POST /memory is guarded like every route; inside
+    # observability, so refused requests are logged and counted.
+    app.add_middleware(RequestGuard, settings=settings,
+                       upload_types={ingest.SLACK_IMPORT_PATH: ingest.SLACK_UPLOAD_TYPES})
     install_observability(app, settings)
     app.add_middleware(PlainCommas)  # outermost: every layer (the access log too) sees plain commas
     app.include_router(health.router)
