@@ -18,6 +18,7 @@ from fastapi import FastAPI
 
 from api.access import AccessBatcher
 from api.bind import served_bind, unauthenticated_exposure
+from api import docs_pages
 from api.errors import install_error_handlers
 from api.guard import RequestGuard
 from api.index_maintainer import BuildHolds, IndexMaintainer
@@ -147,6 +148,10 @@ def create_app(
         description="Long-term memory for AI agents, AutoMem-compatible, on an event-driven pipeline.",
         default_response_class=ORJSONResponse,
         lifespan=lifespan,
+        # FastAPI's own schema and pages are open to anyone; api.docs_pages serves them behind the token.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
     # Added before the observability middleware, so inside it: single writes are logged,
@@ -173,4 +178,5 @@ def create_app(
     app.include_router(relations.router)
     app.include_router(enrichment.router)
     install_openapi(app, settings, lambda: provider_dimensions(settings))
+    app.include_router(docs_pages.router)
     return app

@@ -12,7 +12,7 @@ from api.app import create_app
 from api.routes.ingest import SLACK_IMPORT_PATH
 from pipeline.config import Settings
 
-OPEN_ROUTES = {"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+OPEN_ROUTES = {"/health"}
 # Authenticated by the sender's signature instead of our token (Slack cannot send one);
 # tests/integration/test_ingestion.py proves forged, stale and missing signatures get 401.
 SIGNED_ROUTES = {"/ingest/slack/events"}
