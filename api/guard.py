@@ -34,12 +34,14 @@ from pipeline.config import Settings, is_loopback
 JSON = frozenset({"application/json"})
 
 
-def _is_ip(host: str) -> bool:
+def interface_kind(server_host: str) -> bool | None:
+    """True for a loopback address, False for another address, None for no address at all
+    (a test client's made-up server name, an in-process transport)."""
     try:
-        ipaddress.ip_address(host)
+        ipaddress.ip_address(server_host.strip("[]"))
     except ValueError:
-        return False
-    return True
+        return None
+    return is_loopback(server_host)
 
 
 def host_name(authority: str) -> str:
@@ -71,6 +73,10 @@ class RequestGuard:
         self.tokenless = not settings.automem_api_token
         self.allowed_hosts = parse_allowed_hosts(settings.allowed_hosts)
         self.upload_types = {path: frozenset(types) for path, types in (upload_types or {}).items()}
+        # Parsing addresses is most of the guard's cost; a server has few local addresses and
+        # clients use few names, so both answers are kept. Bounded: random Host headers cannot grow them.
+        self._interfaces: dict[str, bool | None] = {}
+        self._names: dict[str, bool] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -80,8 +86,23 @@ class RequestGuard:
                 return
         await self.app(scope, receive, send)
 
-    def _known_name(self, name: str) -> bool:
-        return is_loopback(name) or name in self.allowed_hosts
+    def _known_host(self, host: str) -> bool:
+        known = self._names.get(host)
+        if known is None:
+            name = host_name(host)
+            known = is_loopback(name) or name in self.allowed_hosts
+            self._names = _remember(self._names, host, known)
+        return known
+
+    def _interface(self, scope: Scope) -> bool | None:
+        server = scope.get("server")
+        if not server or not isinstance(server[0], str):
+            return None  # a unix socket, or no server at all
+        kind = self._interfaces.get(server[0], ...)
+        if kind is ...:
+            kind = interface_kind(server[0])
+            self._interfaces = _remember(self._interfaces, server[0], kind)
+        return kind
 
     def problem(self, scope: Scope) -> tuple[int, str] | None:
         """(status, message) for a request to refuse, or None."""
@@ -90,14 +111,12 @@ class RequestGuard:
             if key in (b"host", b"origin", b"content-type", b"content-length", b"transfer-encoding"):
                 headers[key] = value
         host = headers.get(b"host", b"").decode("latin-1")
-        server = scope.get("server")
-        # The address the connection arrived on; a test client's made-up name is no interface.
-        interface = server[0] if server and isinstance(server[0], str) and _is_ip(server[0]) else None
-        if interface is not None and not is_loopback(interface):
+        loopback = self._interface(scope)  # the address the connection arrived on
+        if loopback is False:
             if self.tokenless:
                 return 403, ("this server has no API token and serves only loopback clients: "
                              "its operator must set AUTOMEM_API_TOKEN to serve other interfaces")
-        elif interface is not None and host and not self._known_name(host_name(host)):
+        elif loopback and host and not self._known_host(host):
             return 421, (f"Host header {host!r} is not a name this server answers to (127.0.0.1, localhost, "
                          "[::1] or ALLOWED_HOSTS): a web page may not reach it under another name")
         origin = headers.get(b"origin")
@@ -119,3 +138,13 @@ class RequestGuard:
             return None
         return (f"Origin {origin!r} is another site: browsers may not call this API across sites "
                 "(add the name to ALLOWED_HOSTS if it is this server's own)")
+
+
+def _remember(cache: dict, key: str, value) -> dict:
+    if len(cache) >= CACHE_SIZE:
+        cache = {}
+    cache[key] = value
+    return cache
+
+
+CACHE_SIZE = 256

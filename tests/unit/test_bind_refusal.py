@@ -38,6 +38,11 @@ def test_uvicorn_host_from_its_environment_variable(monkeypatch):
     assert bind == Bind("0.0.0.0", "UVICORN_HOST=0.0.0.0")
 
 
+@pytest.mark.parametrize("address, loopback", [("::ffff:127.0.0.1", True), ("::ffff:10.0.0.5", False)])
+def test_a_dual_stack_socket_sees_ipv4_loopback_mapped(address, loopback):
+    assert Bind(address, "x").local_only is loopback
+
+
 def test_a_unix_socket_is_local():
     bind = uvicorn_cli_bind([UVICORN, *APP, "--host", "0.0.0.0", "--uds", "/tmp/mempipe.sock"])
     assert bind.host is None and bind.local_only
