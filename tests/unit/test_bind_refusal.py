@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -91,3 +93,22 @@ def test_uvicorn_exits_before_listening(args, env):
     assert done.returncode != 0
     assert "refusing to start" in done.stderr and "set AUTOMEM_API_TOKEN" in done.stderr, done.stderr[-2000:]
     assert not port_open("127.0.0.1", port)
+
+
+def _shipped_web_commands() -> dict[str, list[str]]:
+    procfile = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
+    dockerfile = next(line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("CMD "))
+    return {
+        "Procfile": shlex.split(procfile.removeprefix("web:").replace("${PORT:-8001}", "8001")),
+        "Dockerfile": json.loads(dockerfile.removeprefix("CMD ")),
+    }
+
+
+@pytest.mark.parametrize("name", ["Procfile", "Dockerfile"])
+def test_the_shipped_web_commands_are_seen_and_refused_without_a_token(name):
+    # They bind every interface; the check must see that from their own command line.
+    argv = _shipped_web_commands()[name]
+    assert argv[0] == "uvicorn"
+    bind = served_bind(Settings(), argv)
+    assert bind.host == "0.0.0.0"
+    assert "AUTOMEM_API_TOKEN" in unauthenticated_exposure(bind, Settings())
