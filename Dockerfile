@@ -17,4 +17,6 @@ RUN pip install torch==2.13.0 --index-url ${TORCH_INDEX_URL} \
 RUN useradd --create-home mempipe
 USER mempipe
 EXPOSE 8001
+# Every interface, so a published port reaches it: the web refuses to start on this bind
+# until AUTOMEM_API_TOKEN is set (docker run -e AUTOMEM_API_TOKEN=...).
 CMD ["uvicorn", "api.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8001", "--no-access-log"]

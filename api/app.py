@@ -17,7 +17,10 @@ import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from api.access import AccessBatcher
+from api.bind import served_bind, unauthenticated_exposure
+from api import docs_pages
 from api.errors import install_error_handlers
+from api.guard import RequestGuard
 from api.index_maintainer import BuildHolds, IndexMaintainer
 from api.mcp.server import McpEndpoint
 from api.observability import install_observability
@@ -31,6 +34,7 @@ from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
 from pipeline.embedding import provider_dimensions
+from pipeline.errors import ConfigurationError
 from pipeline.query import RecallEngine
 from pipeline.records import Limits
 from pipeline.services import Services
@@ -70,6 +74,10 @@ def create_app(
 ) -> FastAPI:
     """Build the app. Tests may pass ready-made services, enqueuers and a redis factory."""
     settings = settings or get_settings()
+    # Before anything is built or connected: a refused start leaves nothing behind.
+    refusal = unauthenticated_exposure(served_bind(settings), settings)
+    if refusal:
+        raise ConfigurationError(f"refusing to start: {refusal}")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -140,11 +148,19 @@ def create_app(
         description="Long-term memory for AI agents, AutoMem-compatible, on an event-driven pipeline.",
         default_response_class=ORJSONResponse,
         lifespan=lifespan,
+        # FastAPI's own schema and pages are open to anyone; api.docs_pages serves them behind the token.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
     # Added before the observability middleware, so inside it: single writes are logged,
     # counted and traced like every request, then answered ahead of FastAPI's routing.
     app.add_middleware(SingleWriteFastPath)
+    # Outside the fast path, so POST /memory is guarded like every route; inside
+    # observability, so refused requests are logged and counted.
+    app.add_middleware(RequestGuard, settings=settings,
+                       upload_types={ingest.SLACK_IMPORT_PATH: ingest.SLACK_UPLOAD_TYPES})
     install_observability(app, settings)
     app.add_middleware(PlainCommas)  # outermost: every layer (the access log too) sees plain commas
     app.include_router(health.router)
@@ -162,4 +178,5 @@ def create_app(
     app.include_router(relations.router)
     app.include_router(enrichment.router)
     install_openapi(app, settings, lambda: provider_dimensions(settings))
+    app.include_router(docs_pages.router)
     return app

@@ -43,6 +43,7 @@ ERRORS = {
     404: "Not found",
     409: "The memory is still being written; retry once it is stored",
     413: "Request body too large",
+    415: "Request body not declared as the route's media type (Content-Type: application/json)",
     429: "Pipeline behind (BACKPRESSURE_MAX_PENDING); retry after Retry-After seconds",
     503: "A backing store is unreachable; try again shortly",
 }
@@ -184,7 +185,7 @@ def _error_codes(method: str, path: str, operation: dict[str, Any]) -> list[int]
     if (method, path) in CONFLICTS:
         codes.append(409)
     if operation.get("requestBody"):
-        codes.append(413)
+        codes.extend((413, 415))
     if (method, path) in BACKPRESSURED:
         codes.append(429)
     if path != "/health":

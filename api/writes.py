@@ -6,6 +6,7 @@ outage never makes a write fail.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -18,6 +19,15 @@ from api.waiter import CompletionWaiter
 from pipeline.errors import Overloaded, Unavailable
 from pipeline.records import MemoryRecord
 from pipeline.tracking import PipelineTracker
+
+log = logging.getLogger(__name__)
+
+
+def broker_down(exc: Exception, nothing_done: str) -> Unavailable:
+    """The 503 for a broker failure. The exception's text (host, port) goes to the log, never
+    to the caller: the answer says only what did not happen."""
+    log.warning("queue broker unreachable: %s", exc)
+    return Unavailable(f"the queue broker is unreachable; {nothing_done}")
 
 
 @dataclass(frozen=True)
@@ -96,7 +106,7 @@ class WritePath:
                 pending = await run_in_threadpool(self._tracker.inflight_count)
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 self._backlog = None
-                raise Unavailable(f"the queue broker is unreachable; nothing was stored ({exc})") from None
+                raise broker_down(exc, "nothing was stored") from None
             self._backlog = (pending, time.monotonic())
         self._raise_if_over(self._backlog[0])
 
@@ -107,7 +117,7 @@ class WritePath:
         try:
             await run_in_threadpool(self._send_records, [r.to_message() for r in records])
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise Unavailable(f"the queue broker is unreachable; nothing was stored ({exc})") from None
+            raise broker_down(exc, "nothing was stored") from None
 
     async def _submit(self, memory_id: str, send: Callable[[], Any], wait: bool, queued_state: str, *, coalesced: bool = False) -> WriteOutcome:
         future = self._waiter.expect(memory_id) if wait else None
@@ -119,7 +129,7 @@ class WritePath:
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             if future is not None:
                 self._waiter.forget(memory_id, future)
-            raise Unavailable(f"the queue broker is unreachable; nothing was stored ({exc})") from None
+            raise broker_down(exc, "nothing was stored") from None
         if future is None:
             return WriteOutcome(False, queued_state)
         event = await self._waiter.wait(memory_id, future, self._wait_seconds)
@@ -147,7 +157,7 @@ class WritePath:
         try:
             await run_in_threadpool(self._enqueue.enrich, memory_ids)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise Unavailable(f"the queue broker is unreachable; nothing was queued ({exc})") from None
+            raise broker_down(exc, "nothing was queued") from None
 
     def record_access(self, memory_ids: list[str], at: str) -> None:
         self._enqueue.access(memory_ids, at)

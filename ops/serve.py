@@ -10,46 +10,29 @@ and consumes the vector queue). Ctrl-C stops them in reverse order, cleanly.
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from urllib.parse import urlparse
 
+from api.bind import Bind, unauthenticated_exposure
 from ops.redis_servers import RedisServer
+from ops.tokens import load_or_create_tokens
 from pipeline.broker import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
-from pipeline.config import Settings, is_loopback
+from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
-
-
-def _load_or_create_tokens(data_dir: Path) -> dict[str, str]:
-    """Tokens for the embedded default: from the environment, else generated once and kept."""
-    path = data_dir / "tokens.json"
-    stored = json.loads(path.read_text()) if path.exists() else {}
-    tokens = {
-        "AUTOMEM_API_TOKEN": os.environ.get("AUTOMEM_API_TOKEN") or stored.get("AUTOMEM_API_TOKEN") or secrets.token_urlsafe(24),
-        "ADMIN_API_TOKEN": os.environ.get("ADMIN_API_TOKEN") or stored.get("ADMIN_API_TOKEN") or secrets.token_urlsafe(24),
-    }
-    if tokens != stored:
-        path.write_text(json.dumps(tokens, indent=2))
-        path.chmod(0o600)
-    return tokens
 
 
 def public_bind_refusal(settings: Settings) -> str | None:
     """Why the launcher must not start, or None.
 
-    A token generated here would only be printed on this console (or kept from an earlier
-    loopback run): exposing the API needs one the operator chose, in AUTOMEM_API_TOKEN.
+    The launcher's own tokens do not count: one generated here would only be printed on this
+    console (or kept from an earlier loopback run), so exposing the API needs one the
+    operator chose, in AUTOMEM_API_TOKEN.
     """
-    if is_loopback(settings.host) or settings.automem_api_token:
-        return None
-    return (f"HOST={settings.host} would expose the API beyond this machine without a token: "
-            "set AUTOMEM_API_TOKEN (and ADMIN_API_TOKEN), or bind to 127.0.0.1")
+    return unauthenticated_exposure(Bind(settings.host, f"HOST={settings.host}"), settings)
 
 
 class Supervisor:
@@ -70,7 +53,7 @@ class Supervisor:
     def start(self) -> None:
         s = self.settings
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        tokens = _load_or_create_tokens(self.data_dir)
+        tokens = load_or_create_tokens(self.data_dir)
         env = {
             **os.environ,
             **tokens,

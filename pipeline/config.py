@@ -47,9 +47,12 @@ def is_loopback(host: str) -> bool:
     if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    # A dual-stack socket sees IPv4 loopback as ::ffff:127.0.0.1.
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 class ScoringWeights(BaseModel, frozen=True):
@@ -89,6 +92,7 @@ class Settings(BaseSettings):
     admin_api_token: str | None = Field(None, description="Extra token admin routes require (X-Admin-Token).")
     host: str = Field("127.0.0.1", description="Interface the web process binds to.")
     port: int = Field(8001, description="Port the web process listens on.")
+    allowed_hosts: str | None = Field(None, description="Names besides 127.0.0.1, localhost and [::1] that requests reaching a loopback interface may carry in their Host header, and that an Origin header may name (comma list; e.g. the public name a proxy on this machine forwards). Any other name is refused (421), so a web page cannot reach the API by DNS rebinding.")
     write_wait_seconds: float = Field(2.0, ge=0, le=30, description="How long a single write waits to become recallable before answering 202.")
     max_request_bytes: int = Field(1_048_576, description="Largest request body accepted (413 above).")
     memory_content_hard_limit: int = Field(8000, description="Longest memory content accepted, in characters (400 above).")

@@ -15,7 +15,6 @@ from typing import Any, AsyncIterator
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError as PydanticValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -35,7 +34,6 @@ INSTRUCTIONS = (
     "(store_memory), link related memories (associate_memories), and fix or remove what is wrong "
     "(update_memory, delete_memory)."
 )
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -78,17 +76,10 @@ class McpEndpoint:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
-        # DNS-rebinding protection where it matters: a server bound to loopback, which a
-        # browser on the same machine could otherwise be tricked into calling.
-        security = None
-        if settings.host in LOOPBACK:
-            security = TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "mempipe.internal"],
-                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-            )
+        # No transport security of the SDK's own: api.guard checks Host, Origin and the body's
+        # type for every route, /mcp included, with the allowed names the rest of the API uses.
         self._manager = StreamableHTTPSessionManager(
-            app=server, stateless=True, json_response=True, security_settings=security,
+            app=server, stateless=True, json_response=True,
             max_request_body_size=settings.max_request_bytes,
         )
         self.asgi: ASGIApp = _RequireApiToken(StreamableHTTPASGIApp(self._manager), settings)

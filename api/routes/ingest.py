@@ -164,7 +164,12 @@ def _run_import(path: Path, job_id: str, sink: _InProcessSink, services: Service
     return state
 
 
-@router.post("/admin/import/slack", dependencies=[AdminAuth], summary="Import an uploaded Slack export .zip (body: the zip)")
+SLACK_IMPORT_PATH = "/admin/import/slack"
+# The body is the export file itself; api.guard refuses any other declared type.
+SLACK_UPLOAD_TYPES = frozenset({"application/zip", "application/x-zip-compressed", "application/octet-stream"})
+
+
+@router.post(SLACK_IMPORT_PATH, dependencies=[AdminAuth], summary="Import an uploaded Slack export .zip (body: the zip)")
 async def import_slack_export(
     request: Request,
     services: Annotated[Services, Depends(get_services)],

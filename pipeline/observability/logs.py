@@ -15,9 +15,26 @@ from pythonjsonlogger.orjson import OrjsonFormatter
 from pipeline.config import Settings
 from pipeline.observability.requestid import actor_name, message_id, request_id
 
+
+def _spelled_any_way(name: str) -> str:
+    """A pattern for ``name`` as a query-string key, each character literal or percent-encoded:
+    the server decodes ``api%5Fkey`` to ``api_key`` and takes its value as the token, so the
+    log must recognise it too."""
+    def spellings(c: str) -> str:
+        codes = {f"%{ord(c.lower()):02x}", f"%{ord(c.upper()):02x}"}  # the patterns ignore case
+        return "|".join([re.escape(c), *sorted(codes)])
+
+    return "".join(f"(?:{spellings(c)})" for c in name)
+
+
+_QUERY_SECRET_KEYS = ("admin_api_key", "api_key", "token")
+# The same keys with any character percent-encoded: slower than the literal pattern over a
+# long query, so run only on texts holding a "%".
+_ENCODED_KEY_PATTERN = re.compile(rf"(?i)((?:{'|'.join(map(_spelled_any_way, _QUERY_SECRET_KEYS))})=)[^&\s\"']+")
+
 _SECRET_PATTERNS = (
     # ?api_key=...  &api_key=...  (and admin variants)
-    (re.compile(r"(?i)((?:api_key|admin_api_key|token)=)[^&\s\"']+"), r"\1***"),
+    (re.compile(rf"(?i)((?:{'|'.join(_QUERY_SECRET_KEYS)})=)[^&\s\"']+"), r"\1***"),
     # Authorization: Bearer ...   X-API-Key: ...   X-Admin-Token: ...
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+"), r"\1***"),
     (re.compile(r"(?i)((?:x-api-key|x-admin-token|x-admin-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"), r"\1***"),
@@ -30,13 +47,26 @@ _SECRET_PATTERNS = (
 _SECRET_MARKERS = ("key", "token", "bearer")
 
 
+# A percent-encoded letter, which can hide a marker (``%6Bey``). Only then do texts without a
+# plain marker need the patterns: a query that merely encodes its commas stays cheap.
+_ENCODED_LETTER = re.compile(r"%[46][1-9a-f]|%[57][0-9a]", re.IGNORECASE)
+
+
+def _may_hold_secret(text: str) -> bool:
+    lowered = text.lower()
+    if any(marker in lowered for marker in _SECRET_MARKERS):
+        return True
+    return "%" in lowered and _ENCODED_LETTER.search(lowered) is not None
+
+
 def redact(text: str) -> str:
     """``text`` with token-bearing query values and header values replaced by ``***``."""
-    lowered = text.lower()
-    if not any(marker in lowered for marker in _SECRET_MARKERS):
+    if not _may_hold_secret(text):
         return text
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
+    if "%" in text:
+        text = _ENCODED_KEY_PATTERN.sub(r"\1***", text)
     return text
 
 

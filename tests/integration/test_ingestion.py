@@ -230,8 +230,9 @@ def test_admin_upload_of_a_zip(make_stack, tmp_path):
     stack.start_web()
     stack.start_worker()
     with stack.client(timeout=120) as api:
-        assert api.post("/admin/import/slack", content=archive.read_bytes()).status_code == 403  # admin only
-        admin = {"X-Admin-Token": ADMIN_TOKEN, "Content-Type": "application/zip"}
+        upload = {"Content-Type": "application/zip"}
+        assert api.post("/admin/import/slack", content=archive.read_bytes(), headers=upload).status_code == 403  # admin only
+        admin = {"X-Admin-Token": ADMIN_TOKEN, **upload}
         response = api.post("/admin/import/slack", params={"wait": "true"}, content=archive.read_bytes(), headers=admin)
         assert response.status_code == 200, response.text
         summary = response.json()["summary"]

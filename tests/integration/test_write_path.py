@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.stack import ADMIN_TOKEN, API_TOKEN, wait_until
+from tests.stack import ADMIN_TOKEN, API_TOKEN, AUTH, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -158,7 +158,7 @@ def test_malformed_and_oversized_bodies(api):
         response = api.post("/memory", content=body, headers={"content-type": "application/json"})
         assert response.status_code == 400 and response.json()["message"].startswith("body"), response.text
     oversized = f'{{"content": "{"x" * 1_100_000}", "tags": ["{tag}"]}}'.encode()
-    response = api.post("/memory", content=oversized)
+    response = api.post("/memory", content=oversized, headers={"content-type": "application/json"})
     assert response.status_code == 413 and response.json()["status"] == "error"
     assert "body" in response.json()["message"]
     # Nothing of them was queued or stored.
@@ -178,6 +178,17 @@ def test_auth_forms_and_refusals(stack):
     assert refused.status_code == 401 and refused.json() == {"status": "error", "code": 401, "message": "missing or invalid API token"}
     assert httpx.get(f"{stack.url}/health").status_code == 200  # open
     assert ADMIN_TOKEN != API_TOKEN
+
+
+def test_requests_a_web_page_could_send_are_refused(stack):
+    # Over a real loopback socket: the guard sees the interface the connection arrived on.
+    rebound = httpx.get(f"{stack.url}/health", headers={"Host": f"attacker.example:{stack.port}"})
+    assert rebound.status_code == 421 and rebound.json()["status"] == "error", rebound.text
+    plain = httpx.post(f"{stack.url}/memory", content=b'{"content": "x"}', headers={**AUTH, "Content-Type": "text/plain"})
+    assert plain.status_code == 415 and "application/json" in plain.json()["message"], plain.text
+    cross = httpx.post(f"{stack.url}/consolidate", headers={**AUTH, "Origin": "https://attacker.example"})
+    assert cross.status_code == 403 and "attacker.example" in cross.json()["message"], cross.text
+    assert httpx.get(f"{stack.url}/health", headers={"Host": f"localhost:{stack.port}"}).status_code == 200
 
 
 def test_recall_parameter_errors(api):

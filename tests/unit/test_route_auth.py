@@ -9,9 +9,10 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from api.routes.ingest import SLACK_IMPORT_PATH
 from pipeline.config import Settings
 
-OPEN_ROUTES = {"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+OPEN_ROUTES = {"/health"}
 # Authenticated by the sender's signature instead of our token (Slack cannot send one);
 # tests/integration/test_ingestion.py proves forged, stale and missing signatures get 401.
 SIGNED_ROUTES = {"/ingest/slack/events"}
@@ -50,6 +51,9 @@ def test_there_are_protected_routes():
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"X-API-Key": "wrong"}])
 def test_route_refuses_without_the_right_token(method, path, headers):
     client = TestClient(_app(), raise_server_exceptions=False)
-    response = client.request(method, path, headers=headers, json={"content": "x"})
+    if path == SLACK_IMPORT_PATH:  # its body is the export file
+        response = client.request(method, path, headers={**headers, "Content-Type": "application/zip"}, content=b"PK")
+    else:
+        response = client.request(method, path, headers=headers, json={"content": "x"})
     assert response.status_code == 401, (method, path, response.text)
     assert response.json() == {"status": "error", "code": 401, "message": "missing or invalid API token"}

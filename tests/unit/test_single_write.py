@@ -86,7 +86,7 @@ def test_errors_are_the_envelope_with_their_headers(route_unreachable):
     refused = client.post("/memory", json={"content": "x"})
     assert _envelope(refused, 401) == "missing or invalid API token"
     assert refused.headers["www-authenticate"] == "Bearer"
-    assert _envelope(client.post("/memory", content=b"{not json", headers=TOKEN), 400).startswith("body: malformed JSON")
+    assert _envelope(client.post("/memory", content=b"{not json", headers={**TOKEN, "Content-Type": "application/json"}), 400).startswith("body: malformed JSON")
     assert _envelope(client.post("/memory", json={"content": "   "}, headers=TOKEN), 400).startswith("content")
     assert _envelope(client.post("/memory", params={"wait": "maybe"}, json={"content": "x"}, headers=TOKEN), 400).startswith("wait:")
     big = _client(FakeWrites(), max_request_bytes=64)
