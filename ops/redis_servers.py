@@ -41,6 +41,7 @@ class RedisServer:
     with_falkordb: bool = False
     host: str = "127.0.0.1"
     databases: int = 16  # logical databases (the test harness gives every stack its own)
+    appendfsync: str = "everysec"  # see EMBEDDED_APPENDFSYNC
     extra_args: list[str] = field(default_factory=list)
     process: subprocess.Popen | None = None
 
@@ -51,7 +52,7 @@ class RedisServer:
             "--port", str(self.port),
             "--dir", str(self.data_dir),
             "--appendonly", "yes",
-            "--appendfsync", "everysec",
+            "--appendfsync", self.appendfsync,
             # A rewrite writes a snapshot (RDB) as the AOF's base, so a restart loads that and
             # replays only what was logged after it. Redis' own trigger (the log grew past the
             # base by 100 %, and past a minimum) stays on as a backstop; ops.aof rewrites

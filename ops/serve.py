@@ -61,8 +61,10 @@ class Supervisor:
         self.settings = settings
         self.data_dir = settings.data_dir.resolve()
         broker_url = urlparse(settings.redis_url)
-        self.broker = RedisServer("broker", broker_url.port or 6379, self.data_dir / "broker", host=broker_url.hostname or "127.0.0.1")
-        self.graph = RedisServer("graph", settings.falkordb_port, self.data_dir / "graph", with_falkordb=True, host=settings.falkordb_host)
+        self.broker = RedisServer("broker", broker_url.port or 6379, self.data_dir / "broker", host=broker_url.hostname or "127.0.0.1",
+                                  appendfsync=settings.embedded_appendfsync)
+        self.graph = RedisServer("graph", settings.falkordb_port, self.data_dir / "graph", with_falkordb=True,
+                                 host=settings.falkordb_host, appendfsync=settings.embedded_appendfsync)
         self.children: list[tuple[str, subprocess.Popen]] = []
         self.stopping = False
         self.compactor = Compactor([self.broker, self.graph], max_incr_bytes=int(settings.embedded_aof_rewrite_incr_mb * 1e6),

@@ -122,6 +122,7 @@ class Settings(BaseSettings):
     embedded_store_answer_timeout_s: float = Field(20.0, gt=0, le=600, description="Embedded default: how long a starting redis-server may go without answering, or while loading without progress, before the launcher gives up (a loading server is waited for as long as it progresses).")
     embedded_aof_rewrite_incr_mb: float = Field(4.0, gt=0, description="Embedded default: the launcher rewrites a store's AOF into one compact snapshot when its incremental log passes this size (checked every few seconds, at start and on a clean stop), so a restart loads a snapshot rather than replaying every write.")
     embedded_aof_rewrite_min_interval_s: float = Field(60.0, ge=0, description="Embedded default: least time between two such rewrites of one store while writes keep coming (a rewrite forks and writes the whole store).")
+    embedded_appendfsync: Literal["everysec", "always"] = Field("everysec", description="Embedded default: when the stores fsync their AOF. everysec: an acknowledged write survives any process crash, a host crash (power, kernel) may lose its last second; always: it survives a host crash too, each write waiting for the disk (docs/deployment.md, Durability).")
 
     # --- Embeddings ------------------------------------------------------------------
     embedding_provider: EmbeddingProviderName = Field("auto", description="openai, local (MiniLM, offline), hash (tests/benchmarks only) or auto (openai when a key is set, else local).")

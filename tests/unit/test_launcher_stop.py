@@ -1,4 +1,4 @@
-"""The launcher's stop: a child is killed with everything it forked; stop and port arithmetic."""
+"""The launcher: a child is killed with everything it forked; stop and port arithmetic; store settings."""
 
 from __future__ import annotations
 
@@ -77,3 +77,14 @@ def test_embed_work_is_sent_one_provider_call_per_message():
     assert [len(chunk) for chunk in chunks] == [64, 64, 2]
     assert [item for chunk in chunks for item in chunk] == items
     assert message_chunks([], 64) == []
+
+
+def test_both_stores_log_with_a_snapshot_base_and_the_chosen_fsync(tmp_path):
+    from ops.serve import Supervisor
+
+    for fsync in ("everysec", "always"):
+        supervisor = Supervisor(Settings(EMBEDDED_APPENDFSYNC=fsync, MEMPIPE_DATA_DIR=str(tmp_path)))
+        for server in (supervisor.broker, supervisor.graph):
+            args = " ".join(server.command())
+            assert "--appendonly yes" in args and "--aof-use-rdb-preamble yes" in args
+            assert f"--appendfsync {fsync}" in args
