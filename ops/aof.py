@@ -9,10 +9,12 @@ restart, since every logged write is a Cypher query run again on replay, far slo
 loading the same data from a snapshot.
 
 So the launcher rewrites by the size of the log alone: when a store's incremental log passes
-``EMBEDDED_AOF_REWRITE_INCR_MB`` (checked every few seconds while it runs, with at least
-``EMBEDDED_AOF_REWRITE_MIN_INTERVAL_S`` between two rewrites of one store, so a long import
-does not rewrite back to back), right after start-up if the last run left a long log (a
-``kill -9``), and on a clean stop, when nothing writes any more.
+``EMBEDDED_AOF_REWRITE_INCR_MB`` (checked every few seconds while it runs), right after
+start-up if the last run left a long log (a ``kill -9``), and on a clean stop, when nothing
+writes any more. While the log keeps growing (an import) two rewrites of one store are at
+least ``EMBEDDED_AOF_REWRITE_MIN_INTERVAL_S`` apart, so that a long import does not rewrite
+back to back; once it has stopped growing between two checks (the import is over) the
+rewrite runs at once, so the end of bulk work is never left in the log.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class Compactor:
     check_every_s: float = CHECK_EVERY_S
     log: Callable[[str], None] = print
     _last_rewrite: dict[str, float] = field(default_factory=dict)
+    _last_size: dict[str, int] = field(default_factory=dict)
     _last_check: float | None = None
 
     def tick(self) -> list[str]:
@@ -98,10 +101,12 @@ class Compactor:
         self._last_check = now
         asked = []
         for store in self.stores:
-            last = self._last_rewrite.get(store.name)
-            if last is not None and now - last < self.min_interval_s:
-                continue
             size = incremental_bytes(store.data_dir)
+            quiet = size == self._last_size.get(store.name)
+            self._last_size[store.name] = size
+            last = self._last_rewrite.get(store.name)
+            if last is not None and now - last < self.min_interval_s and not quiet:
+                continue
             if size >= self.max_incr_bytes and start_rewrite(store):
                 self._last_rewrite[store.name] = now
                 self.log(f"mempipe: {store.name}: compacting its AOF ({size / 1e6:.1f} MB logged since the last snapshot)")

@@ -67,11 +67,28 @@ def test_a_store_is_rewritten_once_its_log_passes_the_limit_and_not_again_too_so
     assert compactor.tick() == []  # not checked again before check_every_s
     now[0] = 5.0
     assert compactor.tick() == ["graph"] and graph.rewrites == 1
+    graph.log(3000)
     now[0] = 30.0
-    assert compactor.tick() == []  # still long (the rewrite runs), but within the interval
+    assert compactor.tick() == []  # long again, still growing, within the interval
+    graph.log(4000)
     now[0] = 66.0
     assert compactor.tick() == ["graph"] and graph.rewrites == 2
     assert broker.rewrites == 0
+
+
+def test_once_the_log_stops_growing_the_rewrite_does_not_wait_for_the_interval(tmp_path: Path):
+    now = [0.0]
+    graph = FakeStore("graph", tmp_path / "graph", incr=2000)
+    compactor = Compactor([graph], max_incr_bytes=1000, min_interval_s=60, clock=lambda: now[0], log=lambda line: None)
+    assert compactor.tick() == ["graph"]
+    graph.log(5000)  # the import goes on
+    now[0] = 5.0
+    assert compactor.tick() == []
+    now[0] = 10.0  # ...and is over: the log did not grow since the last check
+    assert compactor.tick() == ["graph"]
+    graph.log(0)  # rewritten: nothing left to do however quiet it stays
+    now[0] = 15.0
+    assert compactor.tick() == []
 
 
 def test_the_first_tick_compacts_what_the_last_run_left(tmp_path: Path):
