@@ -72,6 +72,10 @@ class RedisServer:
         return args + self.extra_args
 
     @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
     def log_path(self) -> Path:
         return self.data_dir / "redis.log"
 

@@ -144,7 +144,8 @@ class Supervisor:
                       "(messages it held go back to their queue when the workers next start)", file=sys.stderr)
         for name, process in self.children:
             kill_group(process)  # also a child that exited cleanly: nothing it forked may outlive it
-        stragglers = compact_now([self.broker, self.graph], timeout)
+        # only servers this launcher runs: after a failed start the port may be someone else's
+        stragglers = compact_now([server for server in (self.broker, self.graph) if server.running], timeout)
         if stragglers:
             print(f"mempipe: AOF rewrite of {', '.join(stragglers)} did not finish in {timeout:g}s; "
                   "the next start replays its log instead", file=sys.stderr)
