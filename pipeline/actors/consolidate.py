@@ -37,9 +37,10 @@ class ActorOutbox:
         drop_vectors.send(memory_ids)
 
     def embed(self, items: list[dict[str, Any]]) -> None:
-        from pipeline.actors.embed import embed_memories
+        from pipeline.actors.context import services
+        from pipeline.actors.embed import send_embed_work
 
-        embed_memories.send(items)
+        send_embed_work(items, services().settings.embed_batch_size)
 
     def index(self, items: list[dict[str, Any]]) -> None:
         from pipeline.actors.index import index_vectors

@@ -20,6 +20,22 @@ from pipeline.packing import pack_vector
 from pipeline.tracking import EMBEDDED
 
 
+def message_chunks(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    """``items`` cut into messages of at most ``size`` (EMBED_BATCH_SIZE: one provider call each).
+
+    A batch of hundreds embedded in one message held a worker thread for minutes with the
+    local model: a stopping worker could not finish it in time, and it was all redone after
+    a kill. One provider call per message keeps every message short; queued ones are drained
+    back into full calls when the provider keeps up (``EMBED_DRAIN_MAX_ITEMS``).
+    """
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def send_embed_work(items: list[dict[str, Any]], size: int) -> None:
+    for chunk in message_chunks(items, size):
+        embed_memories.send(chunk)
+
+
 @dramatiq.actor(queue_name=EMBED_QUEUE)
 def embed_memories(items: list[dict[str, Any]]) -> None:
     svc = services()

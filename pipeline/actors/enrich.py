@@ -21,12 +21,29 @@ from pipeline.enrichment.summaries import Summarizer
 from pipeline.services import Services
 
 
+# Most memories one enrich message carries without an LLM: spaCy and the graph writes take
+# milliseconds a memory, so such a message ends in seconds, and a stopping worker can finish it.
+MESSAGE_MAX_ITEMS = 128
+
+
+def message_size(svc: Services) -> int:
+    """Most memories per enrich message: with an LLM each memory waits for a rate-limited call,
+    so a message holds about one rate window's worth (LLM_RATE_LIMIT)."""
+    return max(1, svc.settings.llm_rate_limit) if svc.chat is not None else MESSAGE_MAX_ITEMS
+
+
 def queue_enrichment(svc: Services, memory_ids: list[str]) -> None:
-    """Count the ids as pending, then enqueue them (with a failure callback for the DLQ case)."""
+    """Count the ids as pending, then enqueue them (with a failure callback for the DLQ case).
+
+    A vector batch of hundreds becomes several messages: one message for all of them held an
+    enrichment thread for as long as they all took, longer than a worker is given to stop.
+    """
     if not memory_ids:
         return
     svc.enrichment_stats.queued(memory_ids)
-    enrich_memories.send_with_options(args=(memory_ids,), on_failure=enrichment_failed)
+    size = message_size(svc)
+    for start in range(0, len(memory_ids), size):
+        enrich_memories.send_with_options(args=(memory_ids[start : start + size],), on_failure=enrichment_failed)
 
 
 def build_enricher(svc: Services) -> Enricher:

@@ -53,7 +53,7 @@ def persist_memories(records: list[dict[str, Any]]) -> None:
 
 
 def _persist(svc, records: list[dict[str, Any]]) -> None:
-    from pipeline.actors.embed import embed_memories
+    from pipeline.actors.embed import send_embed_work
     from pipeline.actors.index import index_vectors
 
     skipped = svc.tracker.tombstoned([r["id"] for r in records])
@@ -73,7 +73,7 @@ def _persist(svc, records: list[dict[str, Any]]) -> None:
         else:
             embedded.append({**item, "vector": record.embedding})
     if to_embed:
-        embed_memories.send(to_embed)
+        send_embed_work(to_embed, svc.settings.embed_batch_size)
     if embedded:
         index_vectors.send(embedded)
 
