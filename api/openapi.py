@@ -146,7 +146,8 @@ QUERY_PARAMETERS = {
                                                     "recallable: 201 then, 202 once queued otherwise.")),
     ("get", "/memory/by-tag"): _query(
         tags=(_LIST, "Tags to list (repeat the parameter or comma-separate); a memory carrying any of them is "
-                     "listed. Exact, case-insensitive."),
+                     "listed. Exact, case-insensitive. At most RECALL_MAX_LIST_ITEMS tags (100), each at most "
+                     "MAX_TAG_LENGTH characters."),
         tag_mode=({"type": "string", "enum": ["any"]}, "Only any: enumeration is any-of."),
         tag_match=({"type": "string", "enum": ["exact"]}, "Only exact: enumeration matches whole tags."),
         limit=({"type": "integer", "minimum": 1}, "Page size (default 20; above 200 is clamped)."),
