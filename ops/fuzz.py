@@ -154,20 +154,24 @@ def hostile_values(schema: dict[str, Any]) -> list[tuple[str, Any]]:
     """(label, value) pairs for one parameter: at its documented bound, past it, and far past it."""
     if schema.get("type") == "array":
         bound = schema.get("maxItems")
-        counts = sorted({c for c in (bound, (bound or 0) + 1, HOSTILE_ITEMS) if c})
+        counts = sorted({HOSTILE_ITEMS, *((bound, bound + 1) if bound else ())})
         return [(f"{n} items", [f"h{i}" for i in range(n)]) for n in counts] + [
             ("one long item", ["since " * 400])]
     if schema.get("type") != "string" or schema.get("enum") or schema.get("format"):
         return []
     bound = schema.get("maxLength")
-    sizes = sorted({n for n in (bound, (bound or 0) + 1, *HOSTILE_CHARS) if n})
+    sizes = sorted({*HOSTILE_CHARS, *((bound, bound + 1) if bound else ())})
     return [(f"{word.strip() or repr(word)} x{n} chars", (word * (n // len(word) + 1))[:n])
             for word in HOSTILE_WORDS for n in sizes]
 
 
 def _timed(client: httpx.Client, method: str, path: str, params: dict[str, Any]) -> tuple[httpx.Response, float]:
+    """The answer and its time; a dropped connection stands as a 599 (no answer is a failure too)."""
     started = time.perf_counter()
-    response = client.request(method, path, params=params)
+    try:
+        response = client.request(method, path, params=params)
+    except httpx.TransportError as exc:
+        response = httpx.Response(599, json={"transport_error": f"{type(exc).__name__}: {exc}"})
     return response, time.perf_counter() - started
 
 

@@ -336,3 +336,15 @@ def test_limits_do_not_cut_what_the_spec_allows(client):
               "time_query": "between last march and yesterday"}
     assert client.get("/recall", params=params, headers=AUTH).status_code == 200
     assert SETTINGS.recall_max_list_items >= SETTINGS.max_tags  # any stored memory's tags can be asked for
+
+
+def test_the_fuzzers_hostile_values_hold_the_case_random_generation_missed():
+    from ops.fuzz import hostile_values
+
+    unbounded = [value for _, value in hostile_values({"type": "string"})]
+    assert ("since " * 1200)[:7200] in unbounded  # the time_query that recursed into a 500
+    bounded = {len(value) for _, value in hostile_values({"type": "string", "maxLength": 200})}
+    assert {200, 201} <= bounded
+    counts = {len(value) for _, value in hostile_values({"type": "array", "maxItems": 10, "items": {"type": "string"}})}
+    assert {10, 11, 500} <= counts
+    assert hostile_values({"type": "string", "enum": ["a"]}) == [] and hostile_values({"type": "integer"}) == []
