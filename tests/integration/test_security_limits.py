@@ -123,3 +123,14 @@ def test_a_second_web_process_on_the_same_edge_shard_is_refused_by_name(stack):
     assert "ShardInUse" in str(failed.value) and "QDRANT_URL" in str(failed.value), str(failed.value)[-2000:]
     with stack.client() as api:  # the owner serves on
         assert api.get("/health").status_code == 200
+
+
+def test_an_edge_owner_elsewhere_on_the_same_broker_is_refused_by_name(stack, tmp_path):
+    """Another machine would open a shard of its own: here, another data directory on the same broker."""
+    elsewhere = dataclasses.replace(stack, port=free_port(), data_dir=tmp_path, web=None, workers=[])
+    with pytest.raises(RuntimeError) as failed:
+        elsewhere.start_web(timeout=60)
+    message = str(failed.value)
+    assert "ShardInUse" in message and "already owned by pid" in message and str(stack.data_dir) in message, message[-2000:]
+    with stack.client() as api:
+        assert api.get("/health").status_code == 200

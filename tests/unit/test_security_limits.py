@@ -348,3 +348,43 @@ def test_the_fuzzers_hostile_values_hold_the_case_random_generation_missed():
     counts = {len(value) for _, value in hostile_values({"type": "array", "maxItems": 10, "items": {"type": "string"}})}
     assert {10, 11, 500} <= counts
     assert hostile_values({"type": "string", "enum": ["a"]}) == [] and hostile_values({"type": "integer"}) == []
+
+
+def test_a_live_owner_on_another_host_refuses_a_second_edge_owner(tmp_path, monkeypatch):
+    import json
+
+    import fakeredis
+
+    from pipeline import edge_owner
+
+    broker = fakeredis.FakeRedis()
+    path = str(tmp_path / "qdrant-edge" / "memories")
+    broker.set(edge_owner.KEY.format(collection="memories"),
+               json.dumps({"host": "web-2", "path": path, "pid": 7, "since": "2026-12-03T05:00:00+00:00"}), ex=30)
+    with pytest.raises(shard_lock.ShardInUse, match=r"pid 7 on host web-2 .*QDRANT_URL"):
+        edge_owner.OwnerRecord(broker, "memories", path).claim()
+
+    # the same host and shard path holds the file lock, so the record's writer is gone: take it over
+    monkeypatch.setattr(edge_owner.socket, "gethostname", lambda: "web-2")
+    record = edge_owner.OwnerRecord(broker, "memories", path)
+    record.claim()
+    owner = json.loads(broker.get(edge_owner.KEY.format(collection="memories")))
+    assert owner["pid"] == __import__("os").getpid() and 0 < broker.ttl(edge_owner.KEY.format(collection="memories")) <= 30
+    record.release()
+    assert broker.get(edge_owner.KEY.format(collection="memories")) is None  # a clean close frees it at once
+
+
+def test_without_the_broker_the_owner_record_is_skipped_not_fatal(tmp_path):
+    import redis
+
+    from pipeline import edge_owner
+
+    class Down:
+        def __getattr__(self, name):
+            def fail(*args, **kwargs):
+                raise redis.ConnectionError("down")
+            return fail
+
+    record = edge_owner.OwnerRecord(Down(), "memories", str(tmp_path / "shard"))
+    record.claim()  # warns; the shard's file lock still guards the machine
+    record.release()
