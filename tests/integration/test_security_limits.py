@@ -134,3 +134,19 @@ def test_an_edge_owner_elsewhere_on_the_same_broker_is_refused_by_name(stack, tm
     assert "ShardInUse" in message and "already owned by pid" in message and str(stack.data_dir) in message, message[-2000:]
     with stack.client() as api:
         assert api.get("/health").status_code == 200
+
+
+def test_falkordb_stops_a_read_at_the_time_limit_and_it_is_named(servers):
+    from falkordb import FalkorDB
+
+    from pipeline.graph import GraphQueryTimeout, GraphStore
+
+    graph = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), f"timeout_{uuid.uuid4().hex[:8]}",
+                       read_timeout_ms=200)
+    # FalkorDB checks the limit as it traverses: a path enumeration over a clique takes seconds
+    graph.run_write("UNWIND range(1, 120) AS i CREATE (:Memory {id: toString(i)})")
+    graph.run_write("MATCH (a:Memory), (b:Memory) WHERE a.id < b.id CREATE (a)-[:RELATES_TO]->(b)")
+    started = time.perf_counter()
+    with pytest.raises(GraphQueryTimeout, match="200 ms .FALKORDB_QUERY_TIMEOUT_MS"):
+        graph.read("MATCH p = (a:Memory {id: '1'})-[*1..3]-(b:Memory) RETURN count(p)")
+    assert time.perf_counter() - started < 2  # stopped on the server, not left to the 10 s socket timeout
