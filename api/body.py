@@ -28,6 +28,10 @@ async def read_json(request: Request, max_bytes: int) -> Any:
     raw = await read_body(request, max_bytes)
     if not raw.strip():
         raise ValidationError("body: expected a JSON object")
+    return parse_json(raw)
+
+
+def parse_json(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

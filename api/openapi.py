@@ -22,6 +22,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from pipeline.config import Settings
+from pipeline.limits import HINT_MAX_CHARS, TIME_QUERY_MAX_CHARS
 from pipeline.records import MEMORY_TYPES
 from pipeline.relations import AUTHORABLE_TYPES
 
@@ -146,7 +147,8 @@ QUERY_PARAMETERS = {
                                                     "recallable: 201 then, 202 once queued otherwise.")),
     ("get", "/memory/by-tag"): _query(
         tags=(_LIST, "Tags to list (repeat the parameter or comma-separate); a memory carrying any of them is "
-                     "listed. Exact, case-insensitive."),
+                     "listed. Exact, case-insensitive. At most RECALL_MAX_LIST_ITEMS tags (100), each at most "
+                     "MAX_TAG_LENGTH characters."),
         tag_mode=({"type": "string", "enum": ["any"]}, "Only any: enumeration is any-of."),
         tag_match=({"type": "string", "enum": ["exact"]}, "Only exact: enumeration matches whole tags."),
         limit=({"type": "integer", "minimum": 1}, "Page size (default 20; above 200 is clamped)."),
@@ -170,6 +172,23 @@ PATH_PARAMETERS = {
     "queue": "The pipeline stage whose dead-letter queue to read.",
     "message_id": "The dead-lettered message's id (from GET /admin/deadletters).",
 }
+
+
+def _recall_bounds(s: Settings) -> dict[str, dict[str, Any]]:
+    """The ceilings parse_recall enforces, merged into the recall parameters' schemas (live settings)."""
+    def listed(items: int, chars: int) -> dict[str, Any]:
+        return {"maxItems": items, "items": {"type": "string", "maxLength": chars}}
+
+    tag_list = listed(s.recall_max_list_items, s.max_tag_length)
+    return {
+        "query": {"maxLength": s.recall_max_query_chars},
+        "queries": listed(s.recall_max_queries, s.recall_max_query_chars),
+        "time_query": {"maxLength": TIME_QUERY_MAX_CHARS},
+        "tags": tag_list, "exclude_tags": tag_list, "context_tags": tag_list, "context_types": tag_list,
+        "priority_ids": listed(s.recall_max_list_items, HINT_MAX_CHARS),
+        "context": {"maxLength": HINT_MAX_CHARS}, "language": {"maxLength": HINT_MAX_CHARS},
+        "active_path": {"maxLength": HINT_MAX_CHARS},
+    }
 
 
 def _error_codes(method: str, path: str, operation: dict[str, Any]) -> list[int]:
@@ -200,6 +219,7 @@ def shape_schema(schema: dict[str, Any], settings: Settings, vector_size: int) -
     components.pop("ValidationError", None)
     components["ErrorEnvelope"] = ERROR_ENVELOPE
     bodies = _bodies(settings, vector_size)
+    recall_bounds = _recall_bounds(settings)
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             key = (method, path)
@@ -207,6 +227,8 @@ def shape_schema(schema: dict[str, Any], settings: Settings, vector_size: int) -
                 known = {p["name"] for p in operation.get("parameters", [])}
                 operation.setdefault("parameters", []).extend(p for p in QUERY_PARAMETERS[key] if p["name"] not in known)
             for parameter in operation.get("parameters", []):
+                if key == ("get", "/recall") and parameter["name"] in recall_bounds:
+                    parameter["schema"] = {**parameter["schema"], **recall_bounds[parameter["name"]]}
                 if parameter["in"] == "path":
                     parameter.setdefault("description", PATH_PARAMETERS.get(parameter["name"]))
             if key in bodies:

@@ -25,8 +25,21 @@ def raw(request: Request, name: str) -> str | None:
     return None if value is None or value.strip() == "" else value.strip()
 
 
-def list_param(request: Request, name: str, split_commas: bool = True) -> list[str]:
-    """A list given as repeated parameters, a comma list, a JSON array, or any mix."""
+def text_param(request: Request, name: str, max_chars: int) -> str | None:
+    """A free-text parameter, refused past ``max_chars`` (its cost grows with its length)."""
+    value = raw(request, name)
+    if value is not None and len(value) > max_chars:
+        raise ValidationError(f"{name}: {len(value)} characters exceeds the limit of {max_chars}")
+    return value
+
+
+def list_param(request: Request, name: str, split_commas: bool = True, max_items: int | None = None,
+               max_item_chars: int | None = None) -> list[str]:
+    """A list given as repeated parameters, a comma list, a JSON array, or any mix.
+
+    ``max_items`` bounds the distinct values, ``max_item_chars`` each value's length: past
+    either the parameter is refused, naming the limit.
+    """
     values: list[str] = []
     for item in request.query_params.getlist(name):
         item = item.strip()
@@ -42,7 +55,14 @@ def list_param(request: Request, name: str, split_commas: bool = True) -> list[s
             values += [part.strip() for part in item.split(",") if part.strip()]
         elif item:
             values.append(item)
-    return list(dict.fromkeys(values))
+    distinct = list(dict.fromkeys(values))
+    if max_items is not None and len(distinct) > max_items:
+        raise ValidationError(f"{name}: {len(distinct)} values exceeds the limit of {max_items}")
+    if max_item_chars is not None:
+        for value in distinct:
+            if len(value) > max_item_chars:
+                raise ValidationError(f"{name}: a value of {len(value)} characters exceeds the limit of {max_item_chars}")
+    return distinct
 
 
 def bool_param(request: Request, name: str, default: bool | None) -> bool | None:

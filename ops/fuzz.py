@@ -13,6 +13,15 @@ requests that break it (negative); every response must pass:
 - ``error_envelope``: every 4xx is AutoMem's ``{"status": "error", "code": N, "message": "..."}``
   with ``code`` equal to the HTTP status and a message.
 
+Then a hostile pass (``hostile_pass``): every string and list query parameter of every
+operation, one at a time, gets values built to be expensive rather than malformed: parser
+keywords repeated up to a few KB ("since since since …", "between a and between a and …"),
+brackets and wildcards, lists of hundreds of items, each at the parameter's documented
+``maxLength``/``maxItems`` and past it. Each answer must be no 5xx, in the error envelope when
+it is an error, and within ``RESPONSE_LIMIT_S`` (1 s; a slow answer is sent again once, so a
+scheduling hiccup is not a failure). Random generation alone never builds such values; this
+pass is what finds an unbounded parser or an unbounded fan-out.
+
 Prints a table per operation and writes ops/results/fuzz.json. Exit status 1 on any failure.
 The bounded CI run is tests/integration/test_fuzz.py (same code, few examples).
 """
@@ -132,6 +141,91 @@ def fuzz_operation(operation, base_url: str, headers: dict[str, str], examples: 
     return report
 
 
+RESPONSE_LIMIT_S = 1.0
+# Words a parser of the value might act on: time-window connectives and numbers, query-language
+# and glob characters, separators. Repeated, each makes the value a worst case for some parser.
+HOSTILE_WORDS = ("since ", "from ", "before ", "between a and ", "from x to ", "last 3 ", "march ", "1 ",
+                 "( ", "[", "*", "%", "\\", ",", "a|", "@content:", "'\"")
+HOSTILE_CHARS = (3_000, 7_200)  # past any documented limit; the larger is the issue's RecursionError case
+HOSTILE_ITEMS = 500
+
+
+def hostile_values(schema: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(label, value) pairs for one parameter: at its documented bound, past it, and far past it."""
+    if schema.get("type") == "array":
+        bound = schema.get("maxItems")
+        counts = sorted({HOSTILE_ITEMS, *((bound, bound + 1) if bound else ())})
+        return [(f"{n} items", [f"h{i}" for i in range(n)]) for n in counts] + [
+            ("one long item", ["since " * 400])]
+    if schema.get("type") != "string" or schema.get("enum") or schema.get("format"):
+        return []
+    bound = schema.get("maxLength")
+    sizes = sorted({*HOSTILE_CHARS, *((bound, bound + 1) if bound else ())})
+    return [(f"{word.strip() or repr(word)} x{n} chars", (word * (n // len(word) + 1))[:n])
+            for word in HOSTILE_WORDS for n in sizes]
+
+
+def _timed(client: httpx.Client, method: str, path: str, params: dict[str, Any]) -> tuple[httpx.Response, float]:
+    """The answer and its time; a dropped connection stands as a 599 (no answer is a failure too)."""
+    started = time.perf_counter()
+    try:
+        response = client.request(method, path, params=params)
+    except httpx.TransportError as exc:
+        response = httpx.Response(599, json={"transport_error": f"{type(exc).__name__}: {exc}"})
+    return response, time.perf_counter() - started
+
+
+def _envelope_problem(response: httpx.Response) -> str | None:
+    if response.status_code < 400:
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        return "error body is not JSON"
+    if not (isinstance(body, dict) and body.get("status") == "error" and body.get("code") == response.status_code
+            and isinstance(body.get("message"), str) and body["message"].strip()):
+        return f"not in the error envelope: {str(body)[:200]}"
+    return None
+
+
+def hostile_pass(base_url: str, headers: dict[str, str], known_ids: list[str], only: str | None = None,
+                 limit_s: float = RESPONSE_LIMIT_S) -> list[OperationReport]:
+    """Expensive values for every string and list query parameter; see the module docstring."""
+    schema = httpx.get(f"{base_url}/openapi.json", headers=headers, timeout=60).json()
+    reports = []
+    with httpx.Client(base_url=base_url, headers=headers, timeout=60) as client:
+        for path, operations in schema["paths"].items():
+            for method, operation in operations.items():
+                label = f"{method.upper()} {path} (hostile)"
+                if only and only not in label:
+                    continue
+                report = OperationReport(label)
+                started = time.monotonic()
+                target = path.replace("{memory_id}", known_ids[0] if known_ids else "missing")
+                for parameter in operation.get("parameters", []):
+                    if parameter["in"] != "query":
+                        continue
+                    for what, value in hostile_values(parameter.get("schema", {})):
+                        response, took = _timed(client, method.upper(), target, {parameter["name"]: value})
+                        if took > limit_s:  # once more: a busy machine may have paused this one
+                            response, took = _timed(client, method.upper(), target, {parameter["name"]: value})
+                        report.calls += 1
+                        report.statuses[response.status_code] += 1
+                        problems = [p for p in (
+                            f"server error {response.status_code}" if response.status_code >= 500 else None,
+                            f"answered in {took:.2f} s (limit {limit_s} s)" if took > limit_s else None,
+                            _envelope_problem(response)) if p]
+                        if problems and len(report.failures) < 5:
+                            report.failures.append({"mode": "hostile", "status": response.status_code,
+                                                    "problems": problems,
+                                                    "request": f"{method.upper()} {target} {parameter['name']}={what}",
+                                                    "response": response.text[:500]})
+                report.seconds = time.monotonic() - started
+                if report.calls:
+                    reports.append(report)
+    return reports
+
+
 def seed_memories(base_url: str, headers: dict[str, str], count: int = 4) -> list[str]:
     """A few stored memories for the fuzzer to aim at (ids it could not guess)."""
     ids = []
@@ -145,8 +239,8 @@ def seed_memories(base_url: str, headers: dict[str, str], count: int = 4) -> lis
 
 
 def fuzz(base_url: str, headers: dict[str, str], examples: int, modes: list[str] | None = None,
-         only: str | None = None) -> list[OperationReport]:
-    """Fuzz every operation in the service's schema; ``only`` keeps labels containing it."""
+         only: str | None = None, hostile: bool = True) -> list[OperationReport]:
+    """Fuzz every operation in the service's schema, then the hostile pass; ``only`` keeps labels containing it."""
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", headers=headers)
     known_ids = seed_memories(base_url, headers)
     reports = []
@@ -156,6 +250,8 @@ def fuzz(base_url: str, headers: dict[str, str], examples: int, modes: list[str]
             continue
         reports.append(fuzz_operation(operation, base_url, headers, examples, modes or ["positive", "negative"],
                                       known_ids))
+    if hostile:
+        reports += hostile_pass(base_url, headers, known_ids, only)
     return reports
 
 

@@ -116,6 +116,7 @@ class Settings(BaseSettings):
     falkordb_port: int = Field(16380, description="FalkorDB port.")
     falkordb_password: str | None = Field(None, description="FalkorDB password.")
     falkordb_graph: str = Field("memories", description="Graph name inside FalkorDB.")
+    falkordb_query_timeout_ms: int = Field(3000, ge=100, le=9000, description="Longest a graph read made while answering a request may run; FalkorDB stops it there and the request answers 503 (background reads stop at 9.5 s, before the client's 10 s socket timeout).")
     qdrant_url: str | None = Field(None, description="Qdrant server URL; unset = embedded Qdrant Edge. ':memory:' or 'local:DIR' = qdrant-client local mode, in memory or on disk (tests only).")
     qdrant_api_key: str | None = Field(None, description="Qdrant server API key.")
     qdrant_collection: str = Field("memories", description="Qdrant collection name.")
@@ -162,6 +163,9 @@ class Settings(BaseSettings):
     # --- Recall ----------------------------------------------------------------------
     recall_max_limit: int = Field(100, ge=1, description="Largest limit a recall may ask for (larger is clamped).")
     recall_default_limit: int = Field(5, ge=1, description="Results when limit is not given.")
+    recall_max_queries: int = Field(10, ge=1, le=100, description="Most queries one recall may carry in queries[] (400 above); each is a search of its own.")
+    recall_max_query_chars: int = Field(2000, ge=100, le=100_000, description="Longest query text (query, and each of queries[]) accepted by recall, in characters (400 above).")
+    recall_max_list_items: int = Field(100, ge=1, le=10_000, description="Most values a list parameter of recall may carry: tags, exclude_tags, context_tags, context_types, priority_ids (400 above).")
     recall_vector_overfetch: int = Field(4, ge=1, description="Vector candidates fetched per requested result.")
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
     recall_scoped_fetch_factor: int = Field(1, ge=1, le=10, description="In a tag scope, the vector fetch is this many times the unscoped one (still capped): a wider look for re-ranking inside a narrow scope (2 in the automem profile; with keyword search on every query, 1 keeps recall@10 and cuts the tag-scoped pool by a third).")

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.graph import GraphStore, memory_from_node
+from pipeline.limits import RELATED_EDGES_PER_HOP
 from pipeline.relations import RelationType, label, pattern
 
 
@@ -58,38 +59,56 @@ def merge_links(graph: GraphStore, relation: RelationType, links: list[Link], at
 def existing_ids(graph: GraphStore, memory_ids: list[str]) -> set[str]:
     if not memory_ids:
         return set()
-    rows = graph.run_read("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id", {"ids": list(set(memory_ids))})
+    rows = graph.read("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id", {"ids": list(set(memory_ids))})
     return {row[0] for row in rows}
 
 
-def related(graph: GraphStore, memory_id: str, types: list[str], max_depth: int, limit: int) -> list[dict[str, Any]]:
+# One hop of GET /memories/{id}/related: from the memories found one hop closer to those not
+# seen yet. The edges are read strongest first and at most $edges of them, then each new memory
+# keeps its strongest edge; the relationship type list is spliced from the registry only.
+_HOP = (
+    "UNWIND $frontier AS fid "
+    "MATCH (v:Memory {{id: fid}})-[e{types}]-(o:Memory) "
+    "WHERE NOT o.id IN $seen "
+    "WITH v, e, o ORDER BY e.strength DESC, e.updated_epoch DESC LIMIT $edges "
+    "WITH o, collect({{type: type(e), strength: e.strength, updated_at: e.updated_at, "
+    "outgoing: startNode(e) = v, via: v.id}})[0] AS best "
+    "RETURN o, best ORDER BY best.strength DESC LIMIT $room"
+)
+
+
+def related(graph: GraphStore, memory_id: str, types: list[str], max_depth: int, limit: int,
+            edges_per_hop: int = RELATED_EDGES_PER_HOP) -> list[dict[str, Any]]:
     """Memories reachable in 1..max_depth hops over ``types`` (either direction), nearest first.
 
-    Each carries the hop count and the edge that reached it last (type, strength, direction
-    as seen from the memory before it).
+    Each carries the hop count and the edge that reached it (type, strength, direction as seen
+    from the memory before it). Walked breadth first, one read per hop: each memory is reached
+    once, at its shortest distance, so a densely linked neighbourhood costs a read of its
+    edges, never an enumeration of every path through it. A hop reads at most
+    ``edges_per_hop`` edges (the strongest), and the walk stops once ``limit`` are found.
     """
-    depth = max(1, min(int(max_depth), 3))  # an int from a validated range, not user text
-    cypher = (
-        f"MATCH p = (s:Memory {{id: $id}})-[{pattern(types)}*1..{depth}]-(o:Memory) "
-        "WHERE o.id <> $id "
-        "WITH o, p, length(p) AS hops, last(relationships(p)) AS edge, nodes(p)[length(p) - 1] AS via "
-        "ORDER BY hops ASC, edge.strength DESC, edge.updated_epoch DESC "
-        "WITH o, collect({hops: hops, type: type(edge), strength: edge.strength, updated_at: edge.updated_at, "
-        "outgoing: startNode(edge) = via, via: via.id})[0] AS best "
-        "RETURN o, best ORDER BY best.hops ASC, best.strength DESC LIMIT $limit"
-    )
-    rows = graph.run_read(cypher, {"id": memory_id, "limit": int(limit)})
-    results = []
-    for node, best in rows:
-        memory = memory_from_node(node.properties)
-        results.append({
-            "id": memory["id"],
-            "memory": {k: v for k, v in memory.items() if k not in ("id", "type_source", "entity_tags", "content_hash")},
-            "relation_type": best["type"],
-            "strength": best["strength"],
-            "depth": best["hops"],
-            "direction": "outgoing" if best["outgoing"] else "incoming",
-            "via": best["via"],
-            "updated_at": best["updated_at"],
-        })
+    depth = max(1, min(int(max_depth), 3))
+    cypher = _HOP.format(types=pattern(types))
+    seen, frontier, results = {memory_id}, [memory_id], []
+    for hops in range(1, depth + 1):
+        room = limit - len(results)
+        if not frontier or room <= 0:
+            break
+        rows = graph.read(cypher, {"frontier": frontier, "seen": sorted(seen), "edges": int(edges_per_hop),
+                                   "room": int(room)})
+        frontier = []
+        for node, best in rows:
+            memory = memory_from_node(node.properties)
+            frontier.append(memory["id"])
+            results.append({
+                "id": memory["id"],
+                "memory": {k: v for k, v in memory.items() if k not in ("id", "type_source", "entity_tags", "content_hash")},
+                "relation_type": best["type"],
+                "strength": best["strength"],
+                "depth": hops,
+                "direction": "outgoing" if best["outgoing"] else "incoming",
+                "via": best["via"],
+                "updated_at": best["updated_at"],
+            })
+        seen.update(frontier)
     return results

@@ -15,7 +15,8 @@ from falkordb import FalkorDB
 from redis.exceptions import ResponseError
 
 from pipeline.config import Settings
-from pipeline.errors import ValidationError
+from pipeline.errors import Unavailable, ValidationError
+from pipeline.limits import BACKGROUND_QUERY_TIMEOUT_MS
 from pipeline.records import MemoryRecord, tag_prefixes
 from pipeline.threads import SCHEMA as thread_schema
 from pipeline.threads import link_threads
@@ -197,33 +198,52 @@ def _refuse_nul(value: Any) -> None:
             _refuse_nul(item)
 
 
-class GraphStore:
-    """Memory nodes in one FalkorDB graph."""
+class GraphQueryTimeout(Unavailable):
+    """FalkorDB stopped a read at its time limit: the graph is too busy or the read too wide."""
 
-    def __init__(self, client: FalkorDB, graph_name: str):
+
+class GraphStore:
+    """Memory nodes in one FalkorDB graph.
+
+    Reads carry a server-side time limit (``read_timeout_ms``, FALKORDB_QUERY_TIMEOUT_MS, for
+    the reads that answer requests; a longer one for ``run_read``), so FalkorDB stops a read
+    its caller has stopped waiting for instead of working on. Writes carry none: a write
+    stopped half way is worse than a slow one.
+    """
+
+    def __init__(self, client: FalkorDB, graph_name: str, read_timeout_ms: int | None = None):
         self._client = client
         self._graph = client.select_graph(graph_name)
+        self._read_timeout_ms = read_timeout_ms
 
     @classmethod
     def connect(cls, settings: Settings) -> "GraphStore":
         timeouts = {"socket_timeout": 10, "socket_connect_timeout": 3}
         if settings.falkordb_url:  # hosted FalkorDB / platform add-ons hand out one URL
-            return cls(FalkorDB.from_url(settings.falkordb_url, **timeouts), settings.falkordb_graph)
-        client = FalkorDB(
-            host=settings.falkordb_host,
-            port=settings.falkordb_port,
-            password=settings.falkordb_password,
-            **timeouts,
-        )
-        return cls(client, settings.falkordb_graph)
+            client = FalkorDB.from_url(settings.falkordb_url, **timeouts)
+        else:
+            client = FalkorDB(
+                host=settings.falkordb_host,
+                port=settings.falkordb_port,
+                password=settings.falkordb_password,
+                **timeouts,
+            )
+        return cls(client, settings.falkordb_graph, settings.falkordb_query_timeout_ms)
 
     def _query(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         _refuse_nul(params)
         return self._graph.query(cypher, params or {}).result_set
 
-    def _read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+    def _read(self, cypher: str, params: dict[str, Any] | None = None, timeout_ms: int | None = None) -> list[list[Any]]:
         _refuse_nul(params)
-        return self._graph.ro_query(cypher, params or {}).result_set
+        limit = timeout_ms or self._read_timeout_ms
+        try:
+            return self._graph.ro_query(cypher, params or {}, timeout=limit).result_set
+        except ResponseError as exc:
+            if "timed out" in str(exc).lower():
+                raise GraphQueryTimeout(f"a graph read ran past its time limit of {limit} ms "
+                                        "(FALKORDB_QUERY_TIMEOUT_MS); try a narrower request") from None
+            raise
 
     # Maintenance modules keep their own (always parameterised) Cypher next to the logic
     # that needs it, and run it through these two.
@@ -231,7 +251,7 @@ class GraphStore:
         return self._query(cypher, params)
 
     def run_read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        return self._read(cypher, params)
+        return self._read(cypher, params, BACKGROUND_QUERY_TIMEOUT_MS)
 
     def ping(self) -> bool:
         return bool(self._client.connection.ping())

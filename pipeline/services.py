@@ -7,7 +7,7 @@ then shared by every thread of the process.
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import redis
 
@@ -49,6 +49,7 @@ class Services:
         self._collections: CollectionRegistry | None = None
         self._router = None
         self._stores: dict[str, VectorStore] = {}  # opened collections, by name
+        self._owners: dict[str, Any] = {}  # Edge collections' owner records in the broker (pipeline.edge_owner)
         self._embedders: dict[tuple, Embedder] = {}
         self._qdrant_client = None  # one per process in server mode, shared by its collections
 
@@ -101,8 +102,27 @@ class Services:
                 if store is None:
                     raw = build_vector_store(self.settings, spec.dims, spec.name, self._server_client())
                     raw.ensure_collection()
+                    if self.settings.uses_qdrant_edge:
+                        self._claim_edge(spec.name, raw)
                     store = self._stores[spec.name] = InstrumentedStore(raw, "vectors", self._metrics())
         return store
+
+    def _claim_edge(self, name: str, raw: VectorStore) -> None:
+        """Announce this process as the collection's owner; a live owner elsewhere refuses it."""
+        from pipeline.edge_owner import OwnerRecord
+
+        record = OwnerRecord(self.broker_redis, name, str(self.settings.edge_path.parent / name))
+        try:
+            record.claim()
+        except BaseException:
+            raw.close()  # gives the shard's file lock back
+            raise
+        self._owners[name] = record
+
+    def _release_edge(self, name: str) -> None:
+        record = self._owners.pop(name, None)
+        if record is not None:
+            record.release()
 
     def _server_client(self):
         """One qdrant-client shared by every collection's store; None with Qdrant Edge."""
@@ -117,6 +137,7 @@ class Services:
         """Delete a collection (a migration's old or abandoned one), open here or not."""
         with self._lock:
             store = self._stores.pop(spec.name, None)
+            self._release_edge(spec.name)
             if store is None:
                 store = build_vector_store(self.settings, spec.dims, spec.name, self._server_client())
             store.drop()
@@ -127,6 +148,8 @@ class Services:
             for store in stores:
                 if self.settings.uses_qdrant_edge:
                     store.close()
+            for name in list(self._owners):
+                self._release_edge(name)
             if self._qdrant_client is not None:
                 self._qdrant_client.close()
                 self._qdrant_client = None

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pipeline import edge_text
+from pipeline import edge_text, shard_lock
 from pipeline.config import Settings
 from pipeline.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
 from pipeline.errors import VectorSizeMismatch
@@ -213,29 +213,17 @@ class EdgeVectorStore:
         self._text_backfill = text_backfill
 
     def ensure_collection(self) -> None:
-        import os
-
         qe = self._qe
         config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._size, distance=qe.Distance.Cosine),
                                payload_memory=getattr(qe.Memory, self._payload_memory.capitalize()))
         fresh = False
-        if self._shard is not None:
-            pass  # already open in this process (a shard can only be opened once)
-        elif os.path.isdir(self._path) and os.listdir(self._path):
-            if self._persisted_payload_memory() != self._payload_memory:
-                # Edge converts existing segments only when it rebuilds them: ask for one
-                # index build, which the maintenance thread runs once writes are quiet.
-                self._changes = max(self._changes, self._optimize_min_changes)
+        if self._shard is None:  # once open in this process it stays open (a shard opens once)
+            shard_lock.acquire(self._path)  # refuses, naming the holder, when another process owns it
             try:
-                self._shard = qe.EdgeShard.load(self._path, config)
-            except Exception as exc:  # the binding raises a generic runtime error
-                if "vector size" in str(exc):
-                    raise _mismatch("a different number of", self._size) from exc
+                fresh = self._open(config)
+            except BaseException:
+                shard_lock.release(self._path)
                 raise
-        else:
-            os.makedirs(self._path, exist_ok=True)
-            self._shard = qe.EdgeShard.create(self._path, config)
-            fresh = True
         for name in KEYWORD_INDEXES:
             self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
         for name in FLOAT_INDEXES:
@@ -246,6 +234,27 @@ class EdgeVectorStore:
             edge_text.write_marker(self._path)
         # An older shard answers keyword search from the graph until maintain() has repacked it.
         self._text_ready = version == edge_text.VERSION
+
+    def _open(self, config) -> bool:
+        """Load the shard, or create it where there is none; True when created."""
+        import os
+
+        qe = self._qe
+        if os.path.isdir(self._path) and os.listdir(self._path):
+            if self._persisted_payload_memory() != self._payload_memory:
+                # Edge converts existing segments only when it rebuilds them: ask for one
+                # index build, which the maintenance thread runs once writes are quiet.
+                self._changes = max(self._changes, self._optimize_min_changes)
+            try:
+                self._shard = qe.EdgeShard.load(self._path, config)
+            except Exception as exc:  # the binding raises a generic runtime error
+                if "vector size" in str(exc):
+                    raise _mismatch("a different number of", self._size) from exc
+                raise
+            return False
+        os.makedirs(self._path, exist_ok=True)
+        self._shard = qe.EdgeShard.create(self._path, config)
+        return True
 
     @property
     def text_ready(self) -> bool:
@@ -459,6 +468,7 @@ class EdgeVectorStore:
             self._shard.flush()
             self._shard.close()
             self._shard = None
+            shard_lock.release(self._path)
 
     def drop(self) -> None:
         import shutil
@@ -467,6 +477,7 @@ class EdgeVectorStore:
             if self._shard is not None:
                 self._shard.close()
                 self._shard = None
+                shard_lock.release(self._path)
             shutil.rmtree(self._path, ignore_errors=True)
 
 

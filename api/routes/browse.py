@@ -23,7 +23,8 @@ ENUMERATION_MAX = 200
 
 @router.get("/memory/by-tag", summary="Every memory carrying any of the tags (exact, case-insensitive), paginated")
 def memories_by_tag(request: Request, services: Annotated[Services, Depends(get_services)]):
-    tags = list_param(request, "tags")
+    settings = services.settings
+    tags = list_param(request, "tags", max_items=settings.recall_max_list_items, max_item_chars=settings.max_tag_length)
     if not tags:
         raise ValidationError("tags: at least one tag is required")
     choice(request, "tag_match", ("exact",), "exact")  # enumeration is exact and any-of only

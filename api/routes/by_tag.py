@@ -27,16 +27,20 @@ from pipeline.services import Services
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 DELETE_BATCH = 500
 
-TagsParam = Annotated[list[str] | None, Query(description="Tags (repeat the parameter, or comma-separated).")]
+TagsParam = Annotated[list[str] | None, Query(description="Tags (repeat the parameter, or comma-separated); at most RECALL_MAX_LIST_ITEMS (100), each at most MAX_TAG_LENGTH characters.")]
 ModeParam = Annotated[Literal["any", "all"], Query(description="any (default): memories carrying at least one of tags; all: every one.")]
 MatchParam = Annotated[Literal["exact", "prefix"], Query(description="exact (default): whole tags, case-insensitive; prefix: segment prefixes.")]
 
 
-def _tag_filter(tags: list[str] | None, mode: str, match: str) -> TagFilter:
-    flat = [t.strip() for value in tags or [] for t in value.split(",") if t.strip()]
+def _tag_filter(tags: list[str] | None, mode: str, match: str, max_items: int, max_chars: int) -> TagFilter:
+    flat = list(dict.fromkeys(t.strip() for value in tags or [] for t in value.split(",") if t.strip()))
     if not flat:
         raise ValidationError("tags: at least one tag is required")
-    return TagFilter(tuple(dict.fromkeys(flat)), mode, match)
+    if len(flat) > max_items:
+        raise ValidationError(f"tags: {len(flat)} values exceeds the limit of {max_items}")
+    if any(len(t) > max_chars for t in flat):
+        raise ValidationError(f"tags: a value longer than {max_chars} characters exceeds the limit of {max_chars}")
+    return TagFilter(tuple(flat), mode, match)
 
 
 @router.delete("/memory/by-tag", summary="Delete every memory carrying the given tags")
@@ -48,7 +52,8 @@ async def delete_by_tag(
 ):
     from pipeline.actors.index import drop_vectors
 
-    tag_filter = _tag_filter(tags, tag_mode, tag_match)
+    settings = services.settings
+    tag_filter = _tag_filter(tags, tag_mode, tag_match, settings.recall_max_list_items, settings.max_tag_length)
 
     def delete_all() -> int:
         return graph_call(lambda: graph_ops.delete_by_tag(

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from api.auth import ApiAuth
-from api.body import read_json
+from api.body import parse_json, read_body
 from api.deps import get_services
 from api.maintenance import launcher
 from api.responses import ORJSONResponse
@@ -43,10 +43,11 @@ def parse_body(model: type[BaseModel], raw: Any) -> Any:
 
 
 async def optional_json(request: Request, max_bytes: int) -> Any:
-    """An empty body means all defaults."""
-    if not (await request.body()).strip():
+    """An empty body means all defaults; a body past ``max_bytes`` is refused (413) unread."""
+    raw = await read_body(request, max_bytes)
+    if not raw.strip():
         return {}
-    return await read_json(request, max_bytes)
+    return parse_json(raw)
 
 
 def modes_for(mode: str, settings) -> list[str]:

@@ -8,11 +8,13 @@ from fastapi import APIRouter, Depends, Request
 
 from api.auth import ApiAuth
 from api.deps import get_engine, get_services
-from api.params import (bool_param, choice, embedding_param, float_param, int_param, list_param, raw,
+from api.params import (bool_param, choice, embedding_param, float_param, int_param, list_param, text_param,
                         timestamp_param)
 from api.responses import ORJSONResponse
+from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.graph import TagFilter
+from pipeline.limits import HINT_MAX_CHARS, TIME_QUERY_MAX_CHARS
 from pipeline.query import ContextHints, ExpansionOptions, RecallEngine, RecallRequest
 from pipeline.query.request import RECENCY_BIAS_MODES, SORTS, STATE_MODES
 from pipeline.services import Services
@@ -43,20 +45,24 @@ _PARAMETERS = {
     "context_types": _LIST, "priority_ids": _LIST,
 }
 _DESCRIPTIONS = {
-    "query": "Text to search for: vector similarity plus full-text keyword candidates. Omitted: trending memories "
-             "(most important first) within the filters.",
-    "queries": "Several queries at once (repeat the parameter); results are merged and deduplicated.",
+    "query": "Text to search for: vector similarity plus full-text keyword candidates (its first 32 distinct words "
+             "reach the full-text index). Omitted: trending memories (most important first) within the filters. "
+             "At most RECALL_MAX_QUERY_CHARS characters (2000).",
+    "queries": "Several queries at once (repeat the parameter); results are merged and deduplicated. At most "
+               "RECALL_MAX_QUERIES queries (10), each at most RECALL_MAX_QUERY_CHARS characters.",
     "embedding": "A query vector instead of text (comma-separated floats or a JSON array, the collection's size).",
     "limit": "Results to return (default RECALL_DEFAULT_LIMIT, 5; above RECALL_MAX_LIMIT is clamped).",
     "per_query_limit": "With queries: results kept per query before merging (default: limit; at most 50).",
     "auto_decompose": "Also search for the entities and topics extracted from the query (default false).",
     "offset": "Not supported by ranked recall (only 0): raise limit, or page with GET /memory/by-tag.",
-    "tags": "Hard scope: only memories carrying these tags (repeat the parameter or comma-separate).",
-    "exclude_tags": "Drop memories carrying any of these tags, matched exactly or as a prefix.",
+    "tags": "Hard scope: only memories carrying these tags (repeat the parameter or comma-separate). At most "
+            "RECALL_MAX_LIST_ITEMS tags (100), each at most MAX_TAG_LENGTH characters (256).",
+    "exclude_tags": "Drop memories carrying any of these tags, matched exactly or as a prefix. Same limits as tags.",
     "tag_mode": "any (default): at least one of tags; all: every one of them.",
     "tag_match": "prefix (default): a tag matches its segment prefixes (slack matches slack:channel:general); "
                  "exact: whole tags, case-insensitive.",
-    "time_query": "Natural time window: today, yesterday, last week, last 30 days, ... (unknown phrases are ignored).",
+    "time_query": "Natural time window: today, yesterday, last week, last 30 days, since March, between March and "
+                  "May, ... (unknown phrases are ignored). At most 200 characters.",
     "start": "Window start, ISO 8601 (with end, instead of time_query).",
     "end": "Window end, ISO 8601; must not be before start.",
     "sort": "score (default: hybrid relevance, ties newest first), time_desc / time_asc (chronological), "
@@ -78,12 +84,12 @@ _DESCRIPTIONS = {
     "expand_min_importance": "Least importance of an expanded memory (0-1); seeds are never filtered.",
     "expand_min_strength": "Least strength of an edge to follow during relation expansion (0-1).",
     "expand_respect_tags": "Keep expanded results inside the tags scope (default false: expansion may leave it).",
-    "context": "Context label (e.g. coding-style): boosts memories whose tag or type it names.",
-    "language": "Programming language hint (e.g. python): boosts memories in that language.",
-    "active_path": "Current file path; its extension sets language when language is not given.",
-    "context_tags": "Soft boost for memories carrying these tags (nothing is excluded).",
-    "context_types": "Soft boost for these memory types (e.g. Style, Preference).",
-    "priority_ids": "Memory ids to include and boost.",
+    "context": "Context label (e.g. coding-style): boosts memories whose tag or type it names. At most 1024 characters.",
+    "language": "Programming language hint (e.g. python): boosts memories in that language. At most 1024 characters.",
+    "active_path": "Current file path; its extension sets language when language is not given. At most 1024 characters.",
+    "context_tags": "Soft boost for memories carrying these tags (nothing is excluded). Same limits as tags.",
+    "context_types": "Soft boost for these memory types (e.g. Style, Preference). Same limits as tags.",
+    "priority_ids": "Memory ids to include and boost. At most RECALL_MAX_LIST_ITEMS ids, each at most 1024 characters.",
 }
 _OPENAPI = {"parameters": [{"name": name, "in": "query", "required": False, "schema": schema,
                             "description": _DESCRIPTIONS[name]} for name, schema in _PARAMETERS.items()]}
@@ -104,6 +110,12 @@ def _sort(request: Request) -> str | None:
     return sort or order_by
 
 
+def _bounded_list(request: Request, name: str, s: Settings, item_chars: int | None = None) -> tuple[str, ...]:
+    """Tags, types and ids: at most RECALL_MAX_LIST_ITEMS values, each no longer than a stored tag."""
+    return tuple(list_param(request, name, max_items=s.recall_max_list_items,
+                            max_item_chars=item_chars or s.max_tag_length))
+
+
 def parse_recall(request: Request, services: Services) -> RecallRequest:
     s = services.settings
     if int_param(request, "offset", 0, 0):
@@ -113,19 +125,20 @@ def parse_recall(request: Request, services: Services) -> RecallRequest:
     if start and end and start > end:
         raise ValidationError("start: must not be later than end")
     return RecallRequest(
-        query=raw(request, "query"),
-        queries=tuple(list_param(request, "queries", split_commas=False)),
+        query=text_param(request, "query", s.recall_max_query_chars),
+        queries=tuple(list_param(request, "queries", split_commas=False, max_items=s.recall_max_queries,
+                                 max_item_chars=s.recall_max_query_chars)),
         embedding=embedding_param(request, services.vector_size),
         limit=limit,
         per_query_limit=int_param(request, "per_query_limit", None, 1, 50, clamp_high=True),
         auto_decompose=bool_param(request, "auto_decompose", False),
         tag_filter=TagFilter(
-            tags=tuple(list_param(request, "tags")),
+            tags=_bounded_list(request, "tags", s),
             mode=choice(request, "tag_mode", ("any", "all"), "any"),
             match=choice(request, "tag_match", ("prefix", "exact"), "prefix"),
         ),
-        exclude_tags=tuple(list_param(request, "exclude_tags")),
-        time_query=raw(request, "time_query"),
+        exclude_tags=_bounded_list(request, "exclude_tags", s),
+        time_query=text_param(request, "time_query", TIME_QUERY_MAX_CHARS),
         start=start,
         end=end,
         sort=_sort(request),
@@ -145,12 +158,12 @@ def parse_recall(request: Request, services: Services) -> RecallRequest:
             respect_tags=bool_param(request, "expand_respect_tags", False),
         ),
         context=ContextHints(
-            context=raw(request, "context"),
-            language=raw(request, "language"),
-            active_path=raw(request, "active_path"),
-            tags=tuple(list_param(request, "context_tags")),
-            types=tuple(list_param(request, "context_types")),
-            priority_ids=tuple(list_param(request, "priority_ids")),
+            context=text_param(request, "context", HINT_MAX_CHARS),
+            language=text_param(request, "language", HINT_MAX_CHARS),
+            active_path=text_param(request, "active_path", HINT_MAX_CHARS),
+            tags=_bounded_list(request, "context_tags", s),
+            types=_bounded_list(request, "context_types", s),
+            priority_ids=_bounded_list(request, "priority_ids", s, HINT_MAX_CHARS),
         ),
     )
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from pipeline.limits import FULLTEXT_MAX_TERMS
+
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-']*")
 STOP_WORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
@@ -37,9 +39,17 @@ def stem(word: str) -> str:
     return word
 
 
-def fulltext_terms(keywords: list[str]) -> list[str]:
-    """Terms safe for the full-text query language: letters and digits only."""
-    terms = []
+def fulltext_terms(keywords: list[str], max_terms: int = FULLTEXT_MAX_TERMS) -> list[str]:
+    """Terms safe for the full-text query language: letters and digits only, the first ``max_terms``.
+
+    Each term is one more alternative the index matches and scores, so a pasted page of text
+    searches by its first words rather than by hundreds of them.
+    """
+    terms: dict[str, None] = {}
     for keyword in keywords:
-        terms += [part for part in re.split(r"[^a-z0-9]+", keyword) if len(part) >= 2 and part not in STOP_WORDS]
-    return list(dict.fromkeys(terms))
+        for part in re.split(r"[^a-z0-9]+", keyword):
+            if len(part) >= 2 and part not in STOP_WORDS:
+                terms.setdefault(part, None)
+                if len(terms) >= max_terms:
+                    return list(terms)
+    return list(terms)

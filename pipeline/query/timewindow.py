@@ -3,6 +3,10 @@
 Common relative forms are recognised directly (they need exact period arithmetic); anything
 else that names a date goes through dateparser. An expression neither understands yields
 ``None``: the spec says an unknown ``time_query`` is ignored, not an error.
+
+A connective ("since", "before", "between ... and ...") is read around plain phrases only,
+never around another connective: each level would call dateparser again on almost the whole
+text, so nesting without a bound let one request spend seconds (or the stack) here.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from datetime import datetime, timedelta, timezone
 
 import dateparser
 from dateutil.relativedelta import relativedelta
+
+from pipeline.limits import TIME_QUERY_MAX_NESTING
 
 _UNITS = {
     "minute": relativedelta(minutes=1), "hour": relativedelta(hours=1), "day": relativedelta(days=1),
@@ -78,8 +84,10 @@ def parse_time_query(expression: str | None, now: datetime | None = None) -> Tim
     """The window an expression names, or None when it names none we understand."""
     if not expression or not expression.strip():
         return None
-    now = now or datetime.now(timezone.utc)
-    text = " ".join(expression.lower().strip().split())
+    return _parse(" ".join(expression.lower().strip().split()), now or datetime.now(timezone.utc), 0)
+
+
+def _parse(text: str, now: datetime, depth: int) -> TimeWindow | None:
     today = _day_start(now)
     if text in ("today", "so far today"):
         return TimeWindow(today, now)
@@ -103,20 +111,29 @@ def parse_time_query(expression: str | None, now: datetime | None = None) -> Tim
     if match := _YEAR_ONLY.match(text):
         start = datetime(int(match["year"]), 1, 1, tzinfo=timezone.utc)
         return TimeWindow(start, start + relativedelta(years=1) - timedelta(microseconds=1))
-    if match := _BETWEEN.match(text):
-        first, second = parse_time_query(match["a"], now), parse_time_query(match["b"], now)
-        if first and second:
-            return TimeWindow(first.start, second.end)
-    if match := _SINCE.match(text):
-        inner = parse_time_query(match["rest"], now)
-        if inner and inner.start:
-            return TimeWindow(inner.start, now)
-    if match := _BEFORE.match(text):
-        inner = parse_time_query(match["rest"], now)
-        if inner and inner.start:
-            return TimeWindow(None, inner.start)
+    if depth < TIME_QUERY_MAX_NESTING:
+        window = _connective(text, now, depth + 1)
+        if window is not None:
+            return window
     point = _parse_point(text, now)
     if point is None:
         return None
     start = _day_start(point)
     return TimeWindow(start, start + timedelta(days=1) - timedelta(microseconds=1))
+
+
+def _connective(text: str, now: datetime, depth: int) -> TimeWindow | None:
+    """since / before / between … and …, each around phrases parsed at ``depth``."""
+    if match := _BETWEEN.match(text):
+        first, second = _parse(match["a"], now, depth), _parse(match["b"], now, depth)
+        if first and second:
+            return TimeWindow(first.start, second.end)
+    if match := _SINCE.match(text):
+        inner = _parse(match["rest"], now, depth)
+        if inner and inner.start:
+            return TimeWindow(inner.start, now)
+    if match := _BEFORE.match(text):
+        inner = _parse(match["rest"], now, depth)
+        if inner and inner.start:
+            return TimeWindow(None, inner.start)
+    return None

@@ -1,0 +1,152 @@
+"""Issue 22's hostile requests against the real stack: each a clear 4xx or a full answer, within 1 s.
+
+The unit module (tests/unit/test_security_limits.py) proves each bound in isolation; this one
+proves the stores never see the unbounded work: the graph, Qdrant Edge, the embedder and the
+MCP endpoint all in the loop, and a second web process on the same Edge shard refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+
+import pytest
+
+from ops.redis_servers import free_port
+from tests.graph_helpers import stack_graph
+from tests.integration.test_mcp import mcp_session
+from tests.stack import ADMIN_TOKEN
+
+pytestmark = pytest.mark.integration
+
+LIMIT_S = 1.0
+CLIQUE = 110  # the walk of every path took 2.1 s over 121 members, 0.3 s over 61
+
+
+def timed(api, method: str, path: str, **kwargs):
+    """The answer and how long it took; a slow one is sent again once (a busy machine can pause one)."""
+    for _ in range(2):
+        started = time.perf_counter()
+        response = api.request(method, path, **kwargs)
+        took = time.perf_counter() - started
+        if took <= LIMIT_S:
+            break
+    assert response.status_code < 500, response.text
+    return response, took
+
+
+def refused(response, status: int, *fragments: str) -> None:
+    body = response.json()
+    assert response.status_code == status and body["status"] == "error" and body["code"] == status, body
+    assert all(f in body["message"] for f in fragments), body["message"]
+
+
+@pytest.fixture(scope="module")
+def clique(stack):
+    """CLIQUE memories each linked to every other: over a million paths of three hops from any one."""
+    with stack.client() as api:
+        return _make_clique(stack, api)
+
+
+def _make_clique(stack, api):
+    tag = f"clique-{uuid.uuid4().hex[:8]}"
+    response = api.post("/memory/batch", json={"memories": [{"content": f"clique member {i} about billing",
+                                                             "tags": [tag]} for i in range(CLIQUE)]})
+    assert response.status_code in (201, 202), response.text
+    ids = [item["memory_id"] for item in response.json()["results"]]
+    deadline = time.monotonic() + 30
+    while api.get("/memory/by-tag", params={"tags": tag, "limit": 200}).json()["count"] < CLIQUE:
+        assert time.monotonic() < deadline, "clique not persisted"
+        time.sleep(0.2)
+    stack_graph(stack).query(
+        "UNWIND $ids AS a UNWIND $ids AS b WITH a, b WHERE a < b "
+        "MATCH (x:Memory {id: a}), (y:Memory {id: b}) CREATE (x)-[:RELATES_TO {strength: 0.5}]->(y)", {"ids": ids})
+    return ids, tag
+
+
+def test_time_query_that_recursed_is_a_400_and_one_at_the_limit_answers(api):
+    response, took = timed(api, "GET", "/recall", params={"query": "billing", "time_query": "since " * 1200})
+    refused(response, 400, "time_query", "limit of 200")
+    for unit in ("since ", "from ", "between a and "):
+        response, took = timed(api, "GET", "/recall", params={"query": "billing", "time_query": (unit * 50)[:200]})
+        assert response.status_code == 200 and took <= LIMIT_S, (unit, took)
+
+
+def test_queries_past_the_cap_are_refused_and_the_cap_answers_within_the_limit(api, clique):
+    response, _ = timed(api, "GET", "/recall", params=[("queries", f"billing {i}") for i in range(11)])
+    refused(response, 400, "queries", "limit of 10")
+    words = " ".join(f"billing{i}" for i in range(300))[:1995]
+    params = [("queries", f"{i} {words}") for i in range(10)] + [
+        ("limit", "100"), ("per_query_limit", "50"), ("expand_relations", "true"), ("relation_limit", "200"),
+        ("expansion_limit", "500"), ("expand_entities", "true"), ("tags", clique[1])]
+    response, took = timed(api, "GET", "/recall", params=params)
+    assert response.status_code == 200 and took <= LIMIT_S, took
+
+
+def test_related_on_a_clique_walks_hops_not_paths(api, clique):
+    ids, _ = clique
+    response, took = timed(api, "GET", f"/memories/{ids[0]}/related", params={"max_depth": 3, "limit": 200})
+    assert response.status_code == 200 and took <= LIMIT_S, took
+    related = response.json()["related_memories"]
+    assert len(related) == CLIQUE - 1 and {r["depth"] for r in related} == {1}
+
+
+def test_recall_hydrating_a_densely_linked_seed_answers_within_the_limit(api, clique):
+    response, took = timed(api, "GET", "/recall", params={"query": "clique member billing", "tags": clique[1],
+                                                          "limit": 100, "expand_relations": "true",
+                                                          "relation_limit": 200, "expansion_limit": 500})
+    assert response.status_code == 200 and took <= LIMIT_S, took
+
+
+def test_an_oversized_control_body_is_refused(api):
+    big = b"{" + b" " * (1_048_576 + 1) + b"}"
+    refused(api.post("/consolidate", content=big), 413, "body")
+    refused(api.post("/admin/sync", content=big, headers={"X-Admin-Token": ADMIN_TOKEN}), 413, "body")
+
+
+def test_mcp_recall_returns_the_refusal_as_a_tool_error(stack):
+    async def main():
+        async with mcp_session(f"{stack.url}/mcp") as session:
+            return await session.call_tool("recall_memory", {"time_query": "since " * 1200})
+
+    result = asyncio.run(main())
+    assert result.is_error is True
+    assert result.content[0].text.startswith("400: time_query:") and "limit of 200" in result.content[0].text
+
+
+def test_a_second_web_process_on_the_same_edge_shard_is_refused_by_name(stack):
+    second = dataclasses.replace(stack, port=free_port(), web=None, workers=[])
+    with pytest.raises(RuntimeError) as failed:
+        second.start_web(timeout=60)
+    assert "ShardInUse" in str(failed.value) and "QDRANT_URL" in str(failed.value), str(failed.value)[-2000:]
+    with stack.client() as api:  # the owner serves on
+        assert api.get("/health").status_code == 200
+
+
+def test_an_edge_owner_elsewhere_on_the_same_broker_is_refused_by_name(stack, tmp_path):
+    """Another machine would open a shard of its own: here, another data directory on the same broker."""
+    elsewhere = dataclasses.replace(stack, port=free_port(), data_dir=tmp_path, web=None, workers=[])
+    with pytest.raises(RuntimeError) as failed:
+        elsewhere.start_web(timeout=60)
+    message = str(failed.value)
+    assert "ShardInUse" in message and "already owned by pid" in message and str(stack.data_dir) in message, message[-2000:]
+    with stack.client() as api:
+        assert api.get("/health").status_code == 200
+
+
+def test_falkordb_stops_a_read_at_the_time_limit_and_it_is_named(servers):
+    from falkordb import FalkorDB
+
+    from pipeline.graph import GraphQueryTimeout, GraphStore
+
+    graph = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), f"timeout_{uuid.uuid4().hex[:8]}",
+                       read_timeout_ms=200)
+    # FalkorDB checks the limit as it traverses: a path enumeration over a clique takes seconds
+    graph.run_write("UNWIND range(1, 120) AS i CREATE (:Memory {id: toString(i)})")
+    graph.run_write("MATCH (a:Memory), (b:Memory) WHERE a.id < b.id CREATE (a)-[:RELATES_TO]->(b)")
+    started = time.perf_counter()
+    with pytest.raises(GraphQueryTimeout, match="200 ms .FALKORDB_QUERY_TIMEOUT_MS"):
+        graph.read("MATCH p = (a:Memory {id: '1'})-[*1..3]-(b:Memory) RETURN count(p)")
+    assert time.perf_counter() - started < 2  # stopped on the server, not left to the 10 s socket timeout
