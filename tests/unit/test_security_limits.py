@@ -247,7 +247,7 @@ def test_connect_passes_the_setting(monkeypatch):
                                            ("/admin/deadletters/replay", {**AUTH, "X-Admin-Token": ADMIN})])
 def test_control_bodies_are_size_checked_before_they_are_read(client, path, headers):
     limit = SETTINGS.max_request_bytes
-    declared = client.post(path, content=b"{" + b" " * limit + b"}", headers=headers)
+    declared = client.post(path, content=b"{" + b" " * limit + b"}", headers={**headers, "Content-Type": "application/json"})
     _refused(declared, 413, "body", f"limit of {limit}")
 
 
@@ -321,7 +321,7 @@ def test_mcp_recall_reports_the_same_refusal_as_a_tool_error(arguments, fragment
 
 # --- the contract ---------------------------------------------------------------------------------
 def test_openapi_states_the_limits():
-    schema = {p["name"]: p for p in TestClient(_app()).get("/openapi.json").json()["paths"]["/recall"]["get"]["parameters"]}
+    schema = {p["name"]: p for p in TestClient(_app()).get("/openapi.json", headers=AUTH).json()["paths"]["/recall"]["get"]["parameters"]}
     assert schema["time_query"]["schema"]["maxLength"] == TIME_QUERY_MAX_CHARS
     assert schema["queries"]["schema"]["maxItems"] == SETTINGS.recall_max_queries
     assert schema["tags"]["schema"]["maxItems"] == SETTINGS.recall_max_list_items
