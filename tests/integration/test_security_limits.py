@@ -102,8 +102,9 @@ def test_recall_hydrating_a_densely_linked_seed_answers_within_the_limit(api, cl
 
 def test_an_oversized_control_body_is_refused(api):
     big = b"{" + b" " * (1_048_576 + 1) + b"}"
-    refused(api.post("/consolidate", content=big), 413, "body")
-    refused(api.post("/admin/sync", content=big, headers={"X-Admin-Token": ADMIN_TOKEN}), 413, "body")
+    json_body = {"Content-Type": "application/json"}
+    refused(api.post("/consolidate", content=big, headers=json_body), 413, "body")
+    refused(api.post("/admin/sync", content=big, headers={"X-Admin-Token": ADMIN_TOKEN, **json_body}), 413, "body")
 
 
 def test_mcp_recall_returns_the_refusal_as_a_tool_error(stack):
