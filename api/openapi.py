@@ -56,6 +56,7 @@ EXTRA_SUCCESS: dict[tuple[str, str], dict[int, str]] = {
     ("post", "/associate"): {207: "Some associations refused; per-item results"},
     ("post", "/consolidate"): {202: "Runs started; not finished within the wait"},
     ("post", "/admin/sync"): {202: "Run started; not finished within the wait"},
+    ("post", "/admin/sync/recover"): {202: "Run started; not finished within the wait"},
     ("post", "/admin/reembed"): {202: "Run started; not finished within the wait"},
     ("post", "/admin/import/slack"): {202: "Import job started"},
 }
@@ -118,6 +119,8 @@ def _bodies(s: Settings, vector_size: int) -> dict[tuple[str, str], tuple[bool, 
             "mode": {"type": "string", "enum": ["full", "decay", "creative", "cluster", "forget"]},
             "dry_run": {"type": "boolean"}}}),
         ("post", "/admin/sync"): (False, "application/json", {"type": "object", "properties": {
+            "dry_run": {"type": "boolean"}}}),
+        ("post", "/admin/sync/recover"): (False, "application/json", {"type": "object", "properties": {
             "dry_run": {"type": "boolean"}}}),
         ("post", "/admin/reembed"): (False, "application/json", {"type": "object", "properties": {
             "batch_size": {"type": "integer", "minimum": 1, "maximum": 2048},

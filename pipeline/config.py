@@ -220,6 +220,8 @@ class Settings(BaseSettings):
     maintenance_history_size: int = Field(50, ge=1, le=1000, description="Finished maintenance runs kept for GET /consolidate/status.")
     maintenance_run_ttl_hours: float = Field(6.0, gt=0, description="Longest a cycle may hold its run lock (a crashed run frees it after this).")
     sync_interval_seconds: float = Field(3600.0, ge=0, description="Drift repair (sync) interval; 0 = never scheduled.")
+    sync_orphan_max_count: int = Field(1000, ge=0, description="Sync deletes no orphan vector (a point whose memory is not in the graph) when it finds more than this many: the graph more likely came back short than that many memories were deleted; the run is refused and /health reports it. An empty graph is always refused.")
+    sync_orphan_max_share: float = Field(0.05, ge=0, le=1, description="Likewise when more than 10 orphans are found and they exceed this share of the vectors checked. Orphans within both bounds are copied into the quarantine before they are deleted (POST /admin/sync/recover puts them back).")
     consolidation_decay_interval_seconds: float = Field(86_400.0, ge=0, description="Decay cycle interval; 0 = never scheduled.")
     consolidation_creative_interval_seconds: float = Field(604_800.0, ge=0, description="Creative (DISCOVERED links) cycle interval; 0 = never scheduled.")
     consolidation_cluster_interval_seconds: float = Field(2_592_000.0, ge=0, description="Cluster (MetaPattern) cycle interval; 0 = never scheduled.")

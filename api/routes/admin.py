@@ -75,6 +75,33 @@ async def admin_sync(request: Request, services: Annotated[Services, Depends(get
     return ORJSONResponse(payload, status_code=200 if settled else 202)
 
 
+@router.post("/admin/sync/recover", dependencies=[AdminAuth],
+             summary="Rebuild memories missing from the graph from vector payloads and the sync quarantine")
+async def admin_sync_recover(request: Request, services: Annotated[Services, Depends(get_services)], wait: RunWaitParam = True):
+    """After a wiped or wrong graph (the sync guard refused), or to undo what sync quarantined.
+
+    Creates only nodes that are missing (never overwrites one), re-embeds quarantined points,
+    and clears the sync guard when a real run finishes. ``dry_run`` counts what it would restore.
+    """
+    settings = services.settings
+    body: SyncBody = parse_body(SyncBody, await optional_json(request, settings.max_request_bytes))
+    maintenance = launcher(services, request.app.state)
+    run_ids = await maintenance.start(["recover"], body.dry_run)
+    settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
+    view = views.get("recover", {"run_id": run_ids["recover"], "status": "queued"})
+    counts = view.get("counts") or {}
+    payload = {
+        "status": "success",
+        "dry_run": body.dry_run,
+        "complete": settled,
+        "run_id": run_ids["recover"],
+        "restored_from_vectors": counts.get("restored_from_vectors", 0),
+        "restored_from_quarantine": counts.get("restored_from_quarantine", 0),
+        "recover": view,
+    }
+    return ORJSONResponse(payload, status_code=200 if settled else 202)
+
+
 @router.post("/admin/reembed", dependencies=[AdminAuth], summary="Re-embed memories through the embed queue")
 async def admin_reembed(request: Request, services: Annotated[Services, Depends(get_services)], wait: RunWaitParam = True):
     """In place at the same dimension; into a new collection, switched to when complete, at a new one."""

@@ -38,6 +38,10 @@ def drift_summary(services: Services, memory_count: int | None, vector_count: in
         last = run_store(services).last_finished("sync")
     except Exception:
         last = None
+    try:
+        summary["sync_guard"] = sync_guard_report(services)
+    except Exception:
+        pass
     if last is not None:
         counts = last.get("counts") or {}
         summary["last_sync"] = {
@@ -48,6 +52,20 @@ def drift_summary(services: Services, memory_count: int | None, vector_count: in
             **{kind: counts.get(kind, 0) for kind in DRIFT_KINDS},
         }
     return summary
+
+
+def sync_guard_report(services: Services) -> dict[str, Any]:
+    """Whether sync refused to delete orphan vectors (and why), and how many points it quarantined."""
+    from pipeline.maintenance.quarantine import Quarantine
+    from pipeline.maintenance.sync_guard import GuardState
+
+    tripped = GuardState(services.broker_redis).read()
+    report: dict[str, Any] = tripped or {"status": "ok"}
+    if tripped:
+        report["at"] = datetime.fromtimestamp(tripped["at"], tz=timezone.utc).isoformat()
+        report["action"] = "no orphan vector is deleted until this clears; POST /admin/sync/recover rebuilds the graph from them"
+    report["quarantined"] = Quarantine(services.broker_redis).count()
+    return report
 
 
 def _probe(check) -> tuple[bool, Any]:
@@ -89,6 +107,8 @@ def health(services: Annotated[Services, Depends(get_services)]):
         _, collections = _probe(services.collections.describe)
         body["vectors"] = collections  # the live collection, and a dimension migration in progress
     body["drift"] = drift_summary(services, memory_count if graph_ok else None, vector_count if vectors_ok else None)
+    if body["drift"].get("sync_guard", {}).get("status") == "tripped" and status == "healthy":
+        body["status"] = "degraded"  # the graph lost memories the vector side still holds
     if not embedder.semantic:
         body["embedding"]["warning"] = "hash provider active: vectors are not semantic (tests and benchmarks only)"
     if not broker_ok:

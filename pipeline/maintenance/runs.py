@@ -31,7 +31,9 @@ RUN_RECORD_TTL_SECONDS = 30 * 86_400
 SAMPLES_PER_KIND = 10
 
 QUEUED, RUNNING, COMPLETE, SKIPPED, FAILED = "queued", "running", "complete", "skipped", "failed"
-FINISHED = frozenset({COMPLETE, SKIPPED, FAILED})
+# A run that stopped on purpose before changing anything it judged unsafe to change (the sync guard).
+REFUSED = "refused"
+FINISHED = frozenset({COMPLETE, SKIPPED, FAILED, REFUSED})
 
 
 def new_run_id() -> str:
@@ -163,6 +165,11 @@ class RunStore:
             if holder is not None and holder.decode() == run.id:
                 self._redis.delete(lock)
         return result
+
+    def counts_so_far(self, run_id: str) -> dict[str, int]:
+        """The counts of the steps recorded until now (a later phase deciding on an earlier one's findings)."""
+        steps = [orjson.loads(v) for v in self._redis.hvals(run_key(run_id) + ":steps")]
+        return merge_steps(steps)["counts"]
 
     def _cleanup_state(self, run_id: str) -> None:
         keys = list(self._redis.scan_iter(match=state_key(run_id, "*"), count=500))
