@@ -63,6 +63,11 @@ def _left_alone(ctx: RunContext, memory_ids: list[str]) -> set[str]:
 
 
 def from_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
+    if cursor is None and not ctx.dry_run:
+        # A graph that was lost whole comes back without its indexes (full-text recall needs
+        # them), and with new property ids this process must not read with old names.
+        ctx.services.graph.forget_schema()
+        store_call(ctx.services.graph.ensure_schema)()
     page, next_offset = store_call(ctx.services.vectors.scroll)(cursor, ctx.page_size)
     result = StepResult(cursor=next_offset)
     if not page:

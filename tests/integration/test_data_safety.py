@@ -135,3 +135,25 @@ def test_orphans_within_bounds_are_quarantined_before_deletion_and_recoverable(m
         body = sent[lost]
         hit = api.get("/recall", params={"query": body["content"], "tags": body["tags"][1], "limit": 1}).json()["results"]
         assert hit and hit[0]["id"] == lost and hit[0]["match_type"] == "vector"
+
+
+def test_a_graph_lost_whole_reads_as_empty_is_refused_and_recovered_with_its_indexes(make_stack):
+    stack = make_stack()
+    with stack.client() as api:
+        sent = store_many(api, 5, "vanished")
+        before = {m: api.get(f"/memory/{m}").json()["memory"] for m in sent}
+        graph_of(stack).delete()  # the graph key itself is gone (a lost volume, a wrong FALKORDB_GRAPH)
+        health = api.get("/health").json()
+        assert health["falkordb"] == "connected" and health["memory_count"] == 0, health
+
+        refused = api.post("/admin/sync", headers=ADMIN, json={})
+        assert refused.status_code == 200, refused.text
+        run = refused.json()["sync"]
+        assert run["status"] == "refused" and "no memories" in run["reason"], run
+        assert api.get("/health").json()["vector_count"] == 5
+
+        recovered = api.post("/admin/sync/recover", headers=ADMIN, json={}).json()
+        assert recovered["restored_from_vectors"] == 5, recovered
+        assert_every_memory_back(api, sent, before)
+        keyword = api.get("/recall", params={"query": "vanished", "limit": 10}).json()
+        assert {r["id"] for r in keyword["results"]} == set(sent), keyword  # the full-text index is back too
