@@ -41,7 +41,7 @@ ERRORS = {
     401: "Missing or invalid API token",
     403: "Admin token missing or wrong (X-Admin-Token)",
     404: "Not found",
-    409: "The memory is still being written; retry once it is stored",
+    409: "The memory is still being written, or a run of that cycle is already in progress; retry later",
     413: "Request body too large",
     429: "Pipeline behind (BACKPRESSURE_MAX_PENDING); retry after Retry-After seconds",
     503: "A backing store is unreachable; try again shortly",
@@ -61,7 +61,9 @@ EXTRA_SUCCESS: dict[tuple[str, str], dict[int, str]] = {
     ("post", "/admin/import/slack"): {202: "Import job started"},
 }
 BACKPRESSURED = {("post", "/memory"), ("post", "/memory/batch"), ("post", "/admin/import/slack")}
-CONFLICTS = {("patch", "/memory/{memory_id}"), ("delete", "/memory/{memory_id}")}
+CONFLICTS = {("patch", "/memory/{memory_id}"), ("delete", "/memory/{memory_id}"), ("post", "/consolidate"),
+             ("post", "/admin/sync"), ("post", "/admin/sync/recover"), ("post", "/admin/reembed")}
+FORBIDDEN = {("post", "/consolidate")}  # mode=forget, dry_run=false without the admin token
 NOT_FOUND_IN_BODY = {("post", "/associate")}  # an endpoint memory that does not exist
 MEDIA = {
     ("get", "/metrics"): ("text/plain", {"type": "string"}),
@@ -180,7 +182,7 @@ def _error_codes(method: str, path: str, operation: dict[str, Any]) -> list[int]
         codes.append(400)
     if path != "/health":
         codes.append(401)
-    if path.startswith("/admin") or path == "/backup":
+    if path.startswith("/admin") or path == "/backup" or (method, path) in FORBIDDEN:
         codes.append(403)
     if "{" in path or (method, path) in NOT_FOUND_IN_BODY:
         codes.append(404)
