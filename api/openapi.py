@@ -50,7 +50,8 @@ ERRORS = {
 EXTRA_SUCCESS: dict[tuple[str, str], dict[int, str]] = {
     ("post", "/memory"): {202: "Accepted and queued (durable); not yet recallable"},
     ("post", "/memory/batch"): {207: "Some items refused; per-item results"},
-    ("get", "/memory/{memory_id}"): {202: "Accepted, still in the pipeline"},
+    ("get", "/memory/{memory_id}"): {202: "Accepted, still in the pipeline (status pending), or its write failed "
+                                           "for good and waits in the dead-letter queue (status failed, with the reason)"},
     ("patch", "/memory/{memory_id}"): {202: "Update queued"},
     ("delete", "/memory/{memory_id}"): {202: "Delete queued"},
     ("post", "/associate"): {207: "Some associations refused; per-item results"},

@@ -134,7 +134,8 @@ class Settings(BaseSettings):
     # --- Pipeline (Dramatiq) ---------------------------------------------------------
     worker_processes: int = Field(1, ge=1, description="Worker processes the launcher starts.")
     worker_threads: int = Field(4, ge=1, description="Threads per worker process.")
-    actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue.")
+    actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue (errors other than connection errors: bad data fails the same way every time).")
+    actor_unavailable_retry_seconds: float = Field(3600.0, ge=0, description="How long a stage keeps retrying a message that fails because a store, the broker or the embedding provider cannot be reached (connection errors, timeouts) before it goes to the dead-letter queue (never fewer retries than ACTOR_MAX_RETRIES). A write that runs out is marked failed and stays replayable.")
     retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
     retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
     queue_poll_ms: int = Field(100, ge=1, le=5000, description="Longest a consumer of a write-path queue (persist, embed, vectors) waits for a wake-up before fetching anyway; every enqueue wakes it at once. At most a quarter of HEARTBEAT_TIMEOUT_MS (each wait ends in a fetch, the worker's heartbeat).")

@@ -95,6 +95,8 @@ def health(services: Annotated[Services, Depends(get_services)]):
         "vector_count": vector_count if vectors_ok else None,
         "queues": queue_info[0] if broker_ok else None,
         "dead_letter_count": queue_info[1] if broker_ok else None,
+        # writes that exhausted their retries: not stored, replayable from the dead-letter queue
+        "failed_writes": _probe(services.tracker.failed_count)[1] if broker_ok else None,
         "embedding": {
             "provider": embedder.name,
             "dimensions": embedder.dimensions,
