@@ -18,7 +18,8 @@ import redis
 from pipeline.config import Settings
 from pipeline.errors import Unavailable
 
-UNAVAILABLE_ERRORS = (ConnectionError, TimeoutError, OSError, redis.ConnectionError, redis.TimeoutError,
+# Not OSError as a whole: a missing model file or a full disk is not an outage that passes.
+UNAVAILABLE_ERRORS = (ConnectionError, TimeoutError, redis.ConnectionError, redis.TimeoutError,
                       httpx.TransportError, Unavailable)
 
 

@@ -22,6 +22,7 @@ def test_connection_errors_get_a_longer_retry_window_than_bad_data():
                         actor_unavailable_retry_seconds=3600)
     allowed = retry_when(settings)
     assert is_unavailable(redis.ConnectionError()) and is_unavailable(TimeoutError()) and not is_unavailable(ValidationError("x"))
+    assert not is_unavailable(OSError("[E050] Can't find model"))  # a missing model is not an outage
     assert allowed(11, ValidationError("bad")) and not allowed(12, ValidationError("bad"))
     outage = retries_for_window(3600, 250, 60_000)
     assert outage > 12 and allowed(outage - 1, redis.ConnectionError()) and not allowed(outage, redis.ConnectionError())
