@@ -214,6 +214,8 @@ class Settings(BaseSettings):
     slack_import_batch_size: int = Field(500, ge=1, le=5000, description="Memories per POST /memory/batch the Slack importer sends.")
     slack_import_in_flight: int = Field(3, ge=1, le=32, description="Batches the Slack importer keeps in flight at once.")
     slack_max_upload_bytes: int = Field(1_073_741_824, ge=1, description="Largest export .zip the admin import endpoint accepts.")
+    slack_export_max_member_bytes: int = Field(67_108_864, ge=1024, description="Largest uncompressed size of one export file the import reads (users.json, channels.json, a day file): each is read whole. An export with a larger one is refused (413 at upload).")
+    slack_export_max_total_bytes: int = Field(8_589_934_592, ge=1024, description="Largest uncompressed size of all an export .zip's files together (a small zip can declare terabytes). A larger export is refused (413 at upload).")
 
     # --- Maintenance: consolidation, drift repair (see docs/maintenance.md) ----------------
     maintenance_page_size: int = Field(500, ge=10, le=10_000, description="Memories one maintenance step handles; bounds memory and how long a step holds the vector queue.")
