@@ -157,3 +157,14 @@ def test_a_graph_lost_whole_reads_as_empty_is_refused_and_recovered_with_its_ind
         assert_every_memory_back(api, sent, before)
         keyword = api.get("/recall", params={"query": "vanished", "limit": 10}).json()
         assert {r["id"] for r in keyword["results"]} == set(sent), keyword  # the full-text index is back too
+        after = api.post("/admin/sync", headers=ADMIN, json={}).json()["sync"]
+        assert after["status"] == "complete" and not after["counts"].get("orphan_vector"), after
+        assert api.get("/health").json()["drift"]["sync_guard"] == {"status": "ok", "quarantined": 0}
+
+
+def test_a_sync_over_a_graph_that_does_not_exist_and_no_vectors_completes(make_stack):
+    stack = make_stack()
+    graph_of(stack).delete()  # nothing was ever written: no orphan, nothing to refuse
+    with stack.client() as api:
+        run = api.post("/admin/sync", headers=ADMIN, json={}).json()["sync"]
+        assert run["status"] == "complete", run
