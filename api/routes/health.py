@@ -40,7 +40,7 @@ def drift_summary(services: Services, memory_count: int | None, vector_count: in
         last = None
     try:
         summary["sync_guard"] = sync_guard_report(services)
-    except Exception:
+    except Exception:  # the broker being down is what /health reports first ("broker")
         pass
     if last is not None:
         counts = last.get("counts") or {}
@@ -95,7 +95,7 @@ def health(services: Annotated[Services, Depends(get_services)]):
         "vector_count": vector_count if vectors_ok else None,
         "queues": queue_info[0] if broker_ok else None,
         "dead_letter_count": queue_info[1] if broker_ok else None,
-        # writes that exhausted their retries: not stored, replayable from the dead-letter queue
+        # writes that exhausted their retries: not recallable, replayable from the dead-letter queue
         "failed_writes": _probe(services.tracker.failed_count)[1] if broker_ok else None,
         "embedding": {
             "provider": embedder.name,
