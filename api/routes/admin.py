@@ -23,6 +23,7 @@ from ops import deadletters
 from pipeline.broker import ALL_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import Forbidden, NotFound, ValidationError
+from pipeline.maintenance.runs import REFUSED
 from pipeline.maintenance.sync import DRIFT_KINDS
 from pipeline.services import Services
 
@@ -72,6 +73,8 @@ async def admin_sync(request: Request, services: Annotated[Services, Depends(get
         "drift": drift_report(view),
         "sync": view,
     }
+    if view.get("status") == REFUSED:  # the sync guard: nothing was deleted or repaired
+        payload.update(status=REFUSED, reason=view.get("reason"))
     return ORJSONResponse(payload, status_code=200 if settled else 202)
 
 

@@ -150,6 +150,7 @@ def test_a_graph_lost_whole_reads_as_empty_is_refused_and_recovered_with_its_ind
         assert refused.status_code == 200, refused.text
         run = refused.json()["sync"]
         assert run["status"] == "refused" and "no memories" in run["reason"], run
+        assert refused.json()["status"] == "refused" and refused.json()["reason"] == run["reason"]
         assert api.get("/health").json()["vector_count"] == 5
 
         recovered = api.post("/admin/sync/recover", headers=ADMIN, json={}).json()
