@@ -118,6 +118,8 @@ def test_a_graph_outage_past_the_retry_window_fails_writes_frees_the_backlog_and
                 assert body["memory"]["content"].startswith("during the outage")
             health = api.get("/health").json()
             assert health["failed_writes"] == 4 and health["dead_letter_count"] >= 1, health
+            metrics = api.get("/metrics").text
+            assert "mempipe_failed_writes 4.0" in metrics.splitlines()
             # out of the backlog: writing is possible again
             late = api.post("/memory", params={"wait": "false"}, json={"content": "after the failures"})
             assert late.status_code == 202, late.text
@@ -131,5 +133,6 @@ def test_a_graph_outage_past_the_retry_window_fails_writes_frees_the_backlog_and
             wait_until(replayed, timeout=90, interval=1, message="replayed writes stored")
             wait_until(lambda: (h := api.get("/health").json())["failed_writes"] == 0 and h["vector_count"] == 6,
                        timeout=60, message="nothing failed, everything recallable")
+            assert "mempipe_failed_writes 0.0" in api.get("/metrics").text.splitlines()
     finally:
         graph.stop()
