@@ -53,13 +53,17 @@ def create_missing_nodes(graph, payloads: dict[str, dict[str, Any]], at: str) ->
         )
 
 
-def _left_alone(ctx: RunContext, memory_ids: list[str]) -> set[str]:
-    """Ids recovery must not touch: deleted on request, or still in the write pipeline."""
+def _pending(ctx: RunContext, memory_ids: list[str]) -> set[str]:
+    """Ids still in the write pipeline: their write, not recovery, brings them in."""
     pipe = ctx.services.broker_redis.pipeline(transaction=False)
     for memory_id in memory_ids:
         pipe.exists(pending_key(memory_id))
-    pending = {m for m, flag in zip(memory_ids, pipe.execute()) if flag}
-    return pending | ctx.services.tracker.tombstoned(memory_ids)
+    return {m for m, flag in zip(memory_ids, pipe.execute()) if flag}
+
+
+def _left_alone(ctx: RunContext, memory_ids: list[str]) -> set[str]:
+    """Ids recovery must not touch: deleted on request, or still in the write pipeline."""
+    return _pending(ctx, memory_ids) | ctx.services.tracker.tombstoned(memory_ids)
 
 
 def from_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
@@ -91,17 +95,19 @@ def from_quarantine_step(ctx: RunContext, cursor: Any) -> StepResult:
     if not entries:
         return _finished(ctx, result)
     ids = [m for m, _ in entries]
-    skip = _left_alone(ctx, ids)
-    deleted = ctx.services.tracker.tombstoned(ids)
+    deleted = ctx.services.tracker.tombstoned(ids)  # deleted on request since: they leave the quarantine
+    skip = deleted | _pending(ctx, ids)
     back = {m: e["payload"] for m, e in entries if m not in skip and e.get("payload", {}).get("content") is not None}
     result.count("restored_from_quarantine", sorted(back))
     result.count("quarantine_deleted_since", sorted(deleted))
     if not ctx.dry_run:
+        at = ctx.now.isoformat()
         nodes = store_call(ctx.services.graph.get_memories)(list(back))
         # A node written since the quarantine is the newer record: it keeps its content, and
-        # sync gives it a point if it has none.
-        lost = {m: p for m, p in back.items() if m not in nodes}
-        store_call(create_missing_nodes)(ctx.services.graph, lost, ctx.now.isoformat())
+        # sync gives it a point if it has none. One this run created (a redelivered step) is
+        # re-embedded again, as the message that did so may not have been sent.
+        lost = {m: p for m, p in back.items() if m not in nodes or nodes[m].get("recovered_at") == at}
+        store_call(create_missing_nodes)(ctx.services.graph, lost, at)
         if lost:
             ctx.outbox.embed([{"id": m, "op": "store", "text": p["content"], "payload": p} for m, p in lost.items()])
         quarantine.remove(sorted(set(back) | deleted))  # only once node and point are on their way back
