@@ -23,6 +23,7 @@ from ops import deadletters
 from pipeline.broker import ALL_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import Forbidden, NotFound, ValidationError
+from pipeline.maintenance.quarantine import Quarantine
 from pipeline.maintenance.runs import REFUSED
 from pipeline.maintenance.sync import DRIFT_KINDS
 from pipeline.services import Services
@@ -103,6 +104,31 @@ async def admin_sync_recover(request: Request, services: Annotated[Services, Dep
         "recover": view,
     }
     return ORJSONResponse(payload, status_code=200 if settled else 202)
+
+
+@router.get("/admin/sync/quarantine", dependencies=[AdminAuth],
+            summary="Vector points sync quarantined before deleting them (what recover would restore)")
+def admin_sync_quarantine(
+    services: Annotated[Services, Depends(get_services)],
+    limit: Annotated[int, Query(ge=1, le=1000, description="Entries per page.")] = 100,
+    after: Annotated[str | None, Query(max_length=512, description="The last memory id of the previous page.")] = None,
+):
+    quarantine = Quarantine(services.broker_redis)
+    entries = quarantine.page(after, limit)
+    listed = [{
+        "memory_id": memory_id,
+        "reason": entry.get("reason"),
+        "run_id": entry.get("run_id"),
+        "quarantined_at": datetime.fromtimestamp(entry.get("at") or 0, tz=timezone.utc).isoformat(),
+        "content": (entry.get("payload") or {}).get("content"),
+        "tags": (entry.get("payload") or {}).get("tags") or [],
+    } for memory_id, entry in entries]
+    return ORJSONResponse({
+        "status": "success",
+        "count": quarantine.count(),
+        "entries": listed,
+        "next_after": entries[-1][0] if len(entries) == limit else None,
+    })
 
 
 @router.post("/admin/reembed", dependencies=[AdminAuth], summary="Re-embed memories through the embed queue")

@@ -126,9 +126,16 @@ def test_orphans_within_bounds_are_quarantined_before_deletion_and_recoverable(m
         wait_until(lambda: api.get("/health").json()["vector_count"] == 5, message="orphan point deleted")
         assert api.get("/health").json()["drift"]["sync_guard"] == {"status": "ok", "quarantined": 1}
         assert metric(api, "mempipe_sync_quarantined_points") == 1.0
+        assert api.get("/admin/sync/quarantine").status_code == 403  # admin only
+        held = api.get("/admin/sync/quarantine", headers=ADMIN).json()
+        assert held["count"] == 1 and held["next_after"] is None, held
+        assert held["entries"][0]["memory_id"] == lost and held["entries"][0]["content"] == sent[lost]["content"]
+        assert held["entries"][0]["reason"] == "orphan_vector"
 
         recovered = api.post("/admin/sync/recover", headers=ADMIN, json={}).json()
         assert recovered["restored_from_quarantine"] == 1 and recovered["restored_from_vectors"] == 0, recovered
+        assert api.get("/admin/sync/quarantine", headers=ADMIN).json() == {"status": "success", "count": 0,
+                                                                            "entries": [], "next_after": None}
         assert_every_memory_back(api, sent, before)
         wait_until(lambda: (h := api.get("/health").json())["vector_count"] == 6 and h["drift"]["sync_guard"]["quarantined"] == 0,
                    message="point re-embedded, quarantine empty")
