@@ -42,14 +42,24 @@ async def require_api_token(request: Request, settings: Annotated[Settings, Depe
     check_api_token(request, settings)
 
 
-async def require_admin_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
-    check_api_token(request, settings)
+def admin_token_ok(request: Request, settings: Settings) -> bool:
+    """True when an admin token is configured and the caller presented it."""
     expected = settings.admin_api_token
     presented = request.headers.get("x-admin-token") or request.headers.get("x-admin-api-key")
-    if not expected:
-        raise Forbidden("admin routes are disabled: ADMIN_API_TOKEN is not set")
-    if not _matches(presented, expected):
-        raise Forbidden("admin token required (X-Admin-Token)")
+    return bool(expected) and _matches(presented, expected)
+
+
+def check_admin_token(request: Request, settings: Settings, what: str = "admin routes") -> None:
+    """403 unless the admin token was presented (the API token is checked before)."""
+    if not settings.admin_api_token:
+        raise Forbidden(f"{what} are disabled: ADMIN_API_TOKEN is not set")
+    if not admin_token_ok(request, settings):
+        raise Forbidden(f"{what} need the admin token (X-Admin-Token)")
+
+
+async def require_admin_token(request: Request, settings: Annotated[Settings, Depends(get_settings_dep)]) -> None:
+    check_api_token(request, settings)
+    check_admin_token(request, settings)
 
 
 ApiAuth = Depends(require_api_token)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from starlette.concurrency import run_in_threadpool
 
+from pipeline.errors import Conflict
 from pipeline.maintenance.runs import FINISHED, RunStore, new_run_id
 from pipeline.services import Services
 
@@ -37,6 +38,12 @@ class MaintenanceLauncher:
         self.runs = run_store(services)
 
     def _start_sync(self, kinds: list[str], dry_run: bool, params: dict[str, Any]) -> dict[str, str]:
+        # Refused here, before anything is queued: a caller repeating a request while its run
+        # goes must not pile up runs (each would walk the whole store), dry or not.
+        for kind in kinds:
+            if holder := self.runs.holder(kind, dry_run):
+                raise Conflict(f"a {'dry ' if dry_run else ''}{kind} run is already in progress "
+                               f"(run {holder}, GET /consolidate/runs/{holder}); retry when it has finished")
         ids = {}
         for kind in kinds:
             run_id = new_run_id()

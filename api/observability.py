@@ -27,7 +27,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.auth import ApiAuth
 from pipeline.config import Settings
 from pipeline.observability.logs import configure_logging, redact
-from pipeline.observability.drift_stats import DriftCollector
+from pipeline.observability.drift_stats import DriftCollector, SyncGuardCollector
+from pipeline.observability.failed_writes import FailedWritesCollector
 from pipeline.observability.queue_stats import QueueCollector
 
 access_log = logging.getLogger("mempipe.access")
@@ -135,6 +136,8 @@ def install_observability(app: FastAPI, settings: Settings) -> None:
     queue_registry = CollectorRegistry(auto_describe=False)
     queue_registry.register(QueueCollector(lambda: app.state.services.broker_redis))
     queue_registry.register(DriftCollector(lambda: _last_sync(app)))
+    queue_registry.register(SyncGuardCollector(lambda: app.state.services.broker_redis))
+    queue_registry.register(FailedWritesCollector(lambda: app.state.services.broker_redis))
     router = APIRouter(tags=["operations"], dependencies=[] if settings.metrics_public else [ApiAuth])
 
     @router.get("/metrics", summary="Prometheus metrics (API token unless METRICS_PUBLIC)", include_in_schema=True)

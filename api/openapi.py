@@ -42,7 +42,7 @@ ERRORS = {
     401: "Missing or invalid API token",
     403: "Admin token missing or wrong (X-Admin-Token)",
     404: "Not found",
-    409: "The memory is still being written; retry once it is stored",
+    409: "The memory is still being written, or a run of that cycle is already in progress; retry later",
     413: "Request body too large",
     415: "Request body not declared as the route's media type (Content-Type: application/json)",
     429: "Pipeline behind (BACKPRESSURE_MAX_PENDING); retry after Retry-After seconds",
@@ -52,17 +52,21 @@ ERRORS = {
 EXTRA_SUCCESS: dict[tuple[str, str], dict[int, str]] = {
     ("post", "/memory"): {202: "Accepted and queued (durable); not yet recallable"},
     ("post", "/memory/batch"): {207: "Some items refused; per-item results"},
-    ("get", "/memory/{memory_id}"): {202: "Accepted, still in the pipeline"},
+    ("get", "/memory/{memory_id}"): {202: "Accepted, still in the pipeline (status pending), or its write failed "
+                                           "for good and waits in the dead-letter queue (status failed, with the reason)"},
     ("patch", "/memory/{memory_id}"): {202: "Update queued"},
     ("delete", "/memory/{memory_id}"): {202: "Delete queued"},
     ("post", "/associate"): {207: "Some associations refused; per-item results"},
     ("post", "/consolidate"): {202: "Runs started; not finished within the wait"},
     ("post", "/admin/sync"): {202: "Run started; not finished within the wait"},
+    ("post", "/admin/sync/recover"): {202: "Run started; not finished within the wait"},
     ("post", "/admin/reembed"): {202: "Run started; not finished within the wait"},
     ("post", "/admin/import/slack"): {202: "Import job started"},
 }
 BACKPRESSURED = {("post", "/memory"), ("post", "/memory/batch"), ("post", "/admin/import/slack")}
-CONFLICTS = {("patch", "/memory/{memory_id}"), ("delete", "/memory/{memory_id}")}
+CONFLICTS = {("patch", "/memory/{memory_id}"), ("delete", "/memory/{memory_id}"), ("post", "/consolidate"),
+             ("post", "/admin/sync"), ("post", "/admin/sync/recover"), ("post", "/admin/reembed")}
+FORBIDDEN = {("post", "/consolidate")}  # mode=forget, dry_run=false without the admin token
 NOT_FOUND_IN_BODY = {("post", "/associate")}  # an endpoint memory that does not exist
 MEDIA = {
     ("get", "/metrics"): ("text/plain", {"type": "string"}),
@@ -120,6 +124,8 @@ def _bodies(s: Settings, vector_size: int) -> dict[tuple[str, str], tuple[bool, 
             "mode": {"type": "string", "enum": ["full", "decay", "creative", "cluster", "forget"]},
             "dry_run": {"type": "boolean"}}}),
         ("post", "/admin/sync"): (False, "application/json", {"type": "object", "properties": {
+            "dry_run": {"type": "boolean"}}}),
+        ("post", "/admin/sync/recover"): (False, "application/json", {"type": "object", "properties": {
             "dry_run": {"type": "boolean"}}}),
         ("post", "/admin/reembed"): (False, "application/json", {"type": "object", "properties": {
             "batch_size": {"type": "integer", "minimum": 1, "maximum": 2048},
@@ -197,7 +203,7 @@ def _error_codes(method: str, path: str, operation: dict[str, Any]) -> list[int]
         codes.append(400)
     if path != "/health":
         codes.append(401)
-    if path.startswith("/admin") or path == "/backup":
+    if path.startswith("/admin") or path == "/backup" or (method, path) in FORBIDDEN:
         codes.append(403)
     if "{" in path or (method, path) in NOT_FOUND_IN_BODY:
         codes.append(404)

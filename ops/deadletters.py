@@ -22,6 +22,8 @@ from dramatiq import Message
 from dramatiq.brokers.redis import RedisBroker
 
 from pipeline.broker import ALL_QUEUES, NAMESPACE
+from pipeline.tracking import PipelineTracker
+from pipeline.write_failures import memory_ids
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,9 @@ def replay(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES, ids: set[s
         fresh = Message(**{**fresh.asdict(), "options": options})
         broker.enqueue(fresh)
         # Only after the copy is safely enqueued: a crash in between replays twice, which the
-        # idempotent actors absorb, rather than losing the message.
+        # idempotent actors absorb, rather than losing the message. Its memories (a failed
+        # write) are in flight again only now, so none is in flight without a message.
+        PipelineTracker(broker.client).mark_replayed(memory_ids(dead.message.actor_name, dead.message.args))
         zset, bodies = _keys(dead.queue)
         pipe = broker.client.pipeline()
         pipe.zrem(zset, dead.redis_id)
@@ -96,20 +100,36 @@ def replay(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES, ids: set[s
     return count
 
 
+def _forget_failed_writes(broker: RedisBroker, raw_messages: list[bytes]) -> None:
+    """Purged write messages will never run: their memories stop being reported as failed writes."""
+    ids = [m for raw in raw_messages for m in _ids_of(raw)]
+    if ids:
+        PipelineTracker(broker.client).discard(ids)
+
+
+def _ids_of(raw: bytes) -> list[str]:
+    message = Message.decode(raw)
+    return memory_ids(message.actor_name, message.args)
+
+
 def purge(broker: RedisBroker, queues: tuple[str, ...] = ALL_QUEUES, ids: set[str] | None = None) -> int:
     count = 0
     if ids is not None:
         for queue in queues:
             zset, bodies = _keys(queue)
             for redis_id in ids:
-                if broker.client.hdel(bodies, redis_id):
+                raw = broker.client.hget(bodies, redis_id)
+                if raw is not None and broker.client.hdel(bodies, redis_id):
                     broker.client.zrem(zset, redis_id)
+                    _forget_failed_writes(broker, [raw])
                     count += 1
         return count
     for queue in queues:
         zset, bodies = _keys(queue)
-        count += broker.client.hlen(bodies)
+        raw_messages = list(broker.client.hvals(bodies))
+        count += len(raw_messages)
         broker.client.delete(zset, bodies)
+        _forget_failed_writes(broker, raw_messages)
     return count
 
 

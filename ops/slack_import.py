@@ -163,7 +163,7 @@ def run_import(
     )
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     sink = HttpBatchSink(url, headers)
-    with SlackExport(export_path) as export:
+    with SlackExport(export_path, settings.slack_export_max_member_bytes, settings.slack_export_max_total_bytes) as export:
         bar = tqdm(total=day_file_count(export), unit="file", desc="slack import", disable=not show_progress,
                    file=sys.stderr, dynamic_ncols=True)
 

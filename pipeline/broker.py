@@ -10,7 +10,9 @@ from pipeline.config import Settings
 from pipeline.observability.actor_metrics import ActorMetrics
 from pipeline.observability.requestid import TraceMiddleware
 from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s
+from pipeline.retry_policy import retry_when
 from pipeline.wakeups import WakeConsumers, WakingConsumer, blocking_wait, wake
+from pipeline.write_failures import WriteFailures
 
 NAMESPACE = "mempipe"
 PERSIST_QUEUE = "persist"  # graph writes: the canonical record
@@ -111,12 +113,15 @@ def build_broker(settings: Settings) -> MempipeBroker:
         Callbacks(),
         Pipelines(),
         CurrentMessage(),
+        WriteFailures(),  # before Retries: its after-hook runs once Retries has failed a message
         # After the last retry Dramatiq moves the message to the queue's dead-letter set
-        # (<namespace>:<queue>.XQ); ops.deadletters lists and replays it.
+        # (<namespace>:<queue>.XQ); ops.deadletters lists and replays it. Connection errors
+        # get a longer window than other errors (pipeline.retry_policy).
         Retries(
             max_retries=settings.actor_max_retries,
             min_backoff=settings.retry_min_backoff_ms,
             max_backoff=settings.retry_max_backoff_ms,
+            retry_when=retry_when(settings),
         ),
         TraceMiddleware(),  # carries the request id from the API through every stage
         ActorMetrics(settings),  # dramatiq_* per-actor metrics; the worker-side exporter

@@ -144,7 +144,8 @@ class Settings(BaseSettings):
     # --- Pipeline (Dramatiq) ---------------------------------------------------------
     worker_processes: int = Field(1, ge=1, description="Worker processes the launcher starts.")
     worker_threads: int = Field(4, ge=1, description="Threads per worker process.")
-    actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue.")
+    actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue (errors other than connection errors: bad data fails the same way every time).")
+    actor_unavailable_retry_seconds: float = Field(3600.0, ge=0, description="How long a stage keeps retrying a message that fails because a store, the broker or the embedding provider cannot be reached (connection errors, timeouts) before it goes to the dead-letter queue (never fewer retries than ACTOR_MAX_RETRIES). A write that runs out is marked failed and stays replayable.")
     retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
     retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
     queue_poll_ms: int = Field(100, ge=1, le=5000, description="Longest a consumer of a write-path queue (persist, embed, vectors) waits for a wake-up before fetching anyway; every enqueue wakes it at once. At most a quarter of HEARTBEAT_TIMEOUT_MS (each wait ends in a fetch, the worker's heartbeat).")
@@ -226,6 +227,8 @@ class Settings(BaseSettings):
     slack_import_batch_size: int = Field(500, ge=1, le=5000, description="Memories per POST /memory/batch the Slack importer sends.")
     slack_import_in_flight: int = Field(3, ge=1, le=32, description="Batches the Slack importer keeps in flight at once.")
     slack_max_upload_bytes: int = Field(1_073_741_824, ge=1, description="Largest export .zip the admin import endpoint accepts.")
+    slack_export_max_member_bytes: int = Field(67_108_864, ge=1024, description="Largest uncompressed size of one export file the import reads (users.json, channels.json, a day file): each is read whole. An export with a larger one is refused (413 at upload).")
+    slack_export_max_total_bytes: int = Field(8_589_934_592, ge=1024, description="Largest uncompressed size of all an export .zip's files together (a small zip can declare terabytes). A larger export is refused (413 at upload).")
 
     # --- Maintenance: consolidation, drift repair (see docs/maintenance.md) ----------------
     maintenance_page_size: int = Field(500, ge=10, le=10_000, description="Memories one maintenance step handles; bounds memory and how long a step holds the vector queue.")
@@ -233,6 +236,8 @@ class Settings(BaseSettings):
     maintenance_history_size: int = Field(50, ge=1, le=1000, description="Finished maintenance runs kept for GET /consolidate/status.")
     maintenance_run_ttl_hours: float = Field(6.0, gt=0, description="Longest a cycle may hold its run lock (a crashed run frees it after this).")
     sync_interval_seconds: float = Field(3600.0, ge=0, description="Drift repair (sync) interval; 0 = never scheduled.")
+    sync_orphan_max_count: int = Field(1000, ge=0, description="Sync deletes no orphan vector (a point whose memory is not in the graph) when it finds more than this many: the graph more likely came back short than that many memories were deleted; the run is refused and /health reports it. An empty graph is always refused.")
+    sync_orphan_max_share: float = Field(0.05, ge=0, le=1, description="Likewise when more than 10 orphans are found and they exceed this share of the vectors checked. Orphans within both bounds are copied into the quarantine before they are deleted (POST /admin/sync/recover puts them back).")
     consolidation_decay_interval_seconds: float = Field(86_400.0, ge=0, description="Decay cycle interval; 0 = never scheduled.")
     consolidation_creative_interval_seconds: float = Field(604_800.0, ge=0, description="Creative (DISCOVERED links) cycle interval; 0 = never scheduled.")
     consolidation_cluster_interval_seconds: float = Field(2_592_000.0, ge=0, description="Cluster (MetaPattern) cycle interval; 0 = never scheduled.")

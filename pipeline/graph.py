@@ -202,6 +202,9 @@ class GraphQueryTimeout(Unavailable):
     """FalkorDB stopped a read at its time limit: the graph is too busy or the read too wide."""
 
 
+MISSING_GRAPH_ERROR = "empty key"  # FalkorDB's answer to a read of a graph that does not exist
+
+
 class GraphStore:
     """Memory nodes in one FalkorDB graph.
 
@@ -244,6 +247,30 @@ class GraphStore:
                 raise GraphQueryTimeout(f"a graph read ran past its time limit of {limit} ms "
                                         "(FALKORDB_QUERY_TIMEOUT_MS); try a narrower request") from None
             raise
+
+    def _read_or_none(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """A read that finds nothing when the graph does not exist at all.
+
+        FalkorDB refuses reads of a graph that was never written (a lost volume, a wrong
+        FALKORDB_GRAPH) instead of finding nothing in it; the lookups sync and /health rely on
+        must see that graph as empty, so the sync guard can tell it apart from an outage.
+        """
+        try:
+            return self._read(cypher, params)
+        except ResponseError as exc:
+            if MISSING_GRAPH_ERROR in str(exc):
+                self.forget_schema()
+                return []
+            raise
+
+    def forget_schema(self) -> None:
+        """Drop the client's cached label and property names.
+
+        The falkordb client maps the numeric ids of a result to names it cached, and refreshes
+        the cache only for ids it has not seen. A graph created again under the same name
+        numbers its properties anew, so a cache from before would put the wrong names on them.
+        """
+        self._graph.schema.clear()
 
     # Maintenance modules keep their own (always parameterised) Cypher next to the logic
     # that needs it, and run it through these two.
@@ -318,16 +345,16 @@ class GraphStore:
         return memory_from_node(rows[0][0].properties) if rows else None
 
     def get_memories(self, memory_ids: list[str]) -> dict[str, dict[str, Any]]:
-        rows = self._read("MATCH (m:Memory) WHERE m.id IN $ids RETURN m", {"ids": memory_ids})
+        rows = self._read_or_none("MATCH (m:Memory) WHERE m.id IN $ids RETURN m", {"ids": memory_ids})
         memories = (memory_from_node(row[0].properties) for row in rows)
         return {m["id"]: m for m in memories}
 
     def count_memories(self, excluded_types: Iterable[str] = ()) -> int:
-        rows = self._read(
+        rows = self._read_or_none(
             "MATCH (m:Memory) WHERE NOT coalesce(m.type, '') IN $excluded RETURN count(m)",
             {"excluded": list(excluded_types)},
         )
-        return int(rows[0][0])
+        return int(rows[0][0]) if rows else 0
 
     def read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """A read-only query for the recall modules; callers pass values only as parameters."""

@@ -8,7 +8,10 @@ the last stage finishes. Keys:
   (the queued memory as JSON); removed when the memory is recallable.
 - ``mempipe:tombstone:<id>`` — set by a delete so a persist still in flight is skipped.
 - ``mempipe:inflight`` — set of the ids with a pending hash, so backpressure can read the
-  backlog in O(1) (kept in step with the hashes, in the same pipelines).
+  backlog in O(1) (kept in step with the hashes, in the same pipelines). A write that failed
+  for good leaves it: it no longer holds a place in the backlog.
+- ``mempipe:failed`` — set of the ids whose write exhausted its retries (pending hash kept,
+  state ``failed`` with ``reason``); their message waits in the dead-letter queue for a replay.
 - ``mempipe:arriving`` — set with a short expiry each time writes are queued: while it
   exists, writes are streaming in (background work such as SIMILAR_TO yields to them). The
   expiry runs on the broker's clock, so processes on different machines agree on it.
@@ -18,6 +21,7 @@ the last stage finishes. Keys:
 
 from __future__ import annotations
 
+import time
 from typing import Any, Iterable
 
 import orjson
@@ -27,11 +31,12 @@ PENDING_PREFIX = "mempipe:pending:"
 TOMBSTONE_PREFIX = "mempipe:tombstone:"
 DONE_CHANNEL = "mempipe:done"
 INFLIGHT_KEY = "mempipe:inflight"
+FAILED_KEY = "mempipe:failed"
 ARRIVING_KEY = "mempipe:arriving"
 TOMBSTONE_TTL_SECONDS = 7 * 24 * 3600
 
-QUEUED, PERSISTED, EMBEDDED, RECALLABLE, DELETED, UPDATED = (
-    "queued", "persisted", "embedded", "recallable", "deleted", "updated",
+QUEUED, PERSISTED, EMBEDDED, RECALLABLE, DELETED, UPDATED, FAILED = (
+    "queued", "persisted", "embedded", "recallable", "deleted", "updated", "failed",
 )
 
 
@@ -70,6 +75,41 @@ if #KEYS > 0 and window > 0 then redis.call('set', '""" + ARRIVING_KEY + """', 1
 """
 
 
+# A write whose message exhausted its retries: state failed with the reason, out of the
+# in-flight set (so backpressure stops counting it), into the failed set. Only for a pending
+# hash that exists: a write that finished meanwhile stays finished. ARGV: reason, time.
+_MARK_FAILED = """
+local prefix, marked = '""" + PENDING_PREFIX + """', 0
+for _, key in ipairs(KEYS) do
+  if redis.call('exists', key) == 1 then
+    local id = string.sub(key, #prefix + 1)
+    redis.call('hset', key, 'state', 'failed', 'reason', ARGV[1], 'failed_at', ARGV[2])
+    redis.call('srem', '""" + INFLIGHT_KEY + """', id)
+    redis.call('sadd', '""" + FAILED_KEY + """', id)
+    marked = marked + 1
+  end
+end
+return marked
+"""
+
+# A failed write's message replayed: back in flight, state queued again (unless a stage has
+# moved it on already). Only for a pending hash that exists.
+_MARK_REPLAYED = """
+local prefix = '""" + PENDING_PREFIX + """'
+for _, key in ipairs(KEYS) do
+  if redis.call('exists', key) == 1 then
+    local id = string.sub(key, #prefix + 1)
+    if redis.call('hget', key, 'state') == 'failed' then
+      redis.call('hset', key, 'state', 'queued')
+      redis.call('hdel', key, 'reason', 'failed_at')
+    end
+    redis.call('sadd', '""" + INFLIGHT_KEY + """', id)
+    redis.call('srem', '""" + FAILED_KEY + """', id)
+  end
+end
+"""
+
+
 def pending_key(memory_id: str) -> str:
     return PENDING_PREFIX + memory_id
 
@@ -85,6 +125,8 @@ class PipelineTracker:
         self._redis = client
         self._advance_script = client.register_script(_ADVANCE_IF_PENDING)
         self._mark_queued_script = client.register_script(_MARK_QUEUED)
+        self._mark_failed_script = client.register_script(_MARK_FAILED)
+        self._mark_replayed_script = client.register_script(_MARK_REPLAYED)
         self._arrival_window_ms = arrival_window_ms
 
     def mark_queued(self, records: Iterable[dict[str, Any]], *, clear_tombstones: bool = False) -> None:
@@ -113,6 +155,7 @@ class PipelineTracker:
         pipe = self._redis.pipeline(transaction=False)
         pipe.delete(*[pending_key(m) for m in memory_ids])
         pipe.srem(INFLIGHT_KEY, *memory_ids)
+        pipe.srem(FAILED_KEY, *memory_ids)
         pipe.publish(DONE_CHANNEL, orjson.dumps({"ids": list(memory_ids), "op": op, "state": state}))
         pipe.execute()
 
@@ -121,15 +164,33 @@ class PipelineTracker:
             pipe = self._redis.pipeline(transaction=False)
             pipe.delete(*[pending_key(m) for m in memory_ids])
             pipe.srem(INFLIGHT_KEY, *memory_ids)
+            pipe.srem(FAILED_KEY, *memory_ids)
             pipe.execute()
         except redis.RedisError:
             pass
+
+    def mark_failed(self, memory_ids: list[str], reason: str) -> int:
+        """Writes that exhausted their retries: failed with ``reason``, out of the backlog; how many."""
+        if not memory_ids:
+            return 0
+        return int(self._mark_failed_script(keys=[pending_key(m) for m in memory_ids], args=[reason[:500], time.time()]))
+
+    def mark_replayed(self, memory_ids: list[str]) -> None:
+        """Failed writes whose message was put back on its queue: in flight again."""
+        if memory_ids:
+            self._mark_replayed_script(keys=[pending_key(m) for m in memory_ids])
+
+    def failed_count(self) -> int:
+        return int(self._redis.scard(FAILED_KEY))
 
     def pending(self, memory_id: str) -> dict[str, Any] | None:
         data = self._redis.hgetall(pending_key(memory_id))
         if not data or b"record" not in data:
             return None
-        return {"state": data[b"state"].decode(), "record": orjson.loads(data[b"record"])}
+        found = {"state": data[b"state"].decode(), "record": orjson.loads(data[b"record"])}
+        if b"reason" in data:
+            found["reason"] = data[b"reason"].decode()
+        return found
 
     def inflight_count(self) -> int:
         """Memories accepted but not yet recallable (what backpressure bounds)."""
@@ -144,6 +205,7 @@ class PipelineTracker:
             pipe.set(tombstone_key(memory_id), 1, ex=TOMBSTONE_TTL_SECONDS)
             pipe.delete(pending_key(memory_id))
             pipe.srem(INFLIGHT_KEY, memory_id)
+            pipe.srem(FAILED_KEY, memory_id)
         pipe.execute()
 
     def clear_tombstones(self, memory_ids: list[str]) -> None:

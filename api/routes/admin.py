@@ -23,6 +23,8 @@ from ops import deadletters
 from pipeline.broker import ALL_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import Forbidden, NotFound, ValidationError
+from pipeline.maintenance.quarantine import Quarantine
+from pipeline.maintenance.runs import REFUSED
 from pipeline.maintenance.sync import DRIFT_KINDS
 from pipeline.services import Services
 
@@ -72,7 +74,61 @@ async def admin_sync(request: Request, services: Annotated[Services, Depends(get
         "drift": drift_report(view),
         "sync": view,
     }
+    if view.get("status") == REFUSED:  # the sync guard: nothing was deleted or repaired
+        payload.update(status=REFUSED, reason=view.get("reason"))
     return ORJSONResponse(payload, status_code=200 if settled else 202)
+
+
+@router.post("/admin/sync/recover", dependencies=[AdminAuth],
+             summary="Rebuild memories missing from the graph from vector payloads and the sync quarantine")
+async def admin_sync_recover(request: Request, services: Annotated[Services, Depends(get_services)], wait: RunWaitParam = True):
+    """After a wiped or wrong graph (the sync guard refused), or to undo what sync quarantined.
+
+    Creates only nodes that are missing (never overwrites one), re-embeds quarantined points,
+    and clears the sync guard when a real run finishes. ``dry_run`` counts what it would restore.
+    """
+    settings = services.settings
+    body: SyncBody = parse_body(SyncBody, await optional_json(request, settings.max_request_bytes))
+    maintenance = launcher(services, request.app.state)
+    run_ids = await maintenance.start(["recover"], body.dry_run)
+    settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
+    view = views.get("recover", {"run_id": run_ids["recover"], "status": "queued"})
+    counts = view.get("counts") or {}
+    payload = {
+        "status": "success",
+        "dry_run": body.dry_run,
+        "complete": settled,
+        "run_id": run_ids["recover"],
+        "restored_from_vectors": counts.get("restored_from_vectors", 0),
+        "restored_from_quarantine": counts.get("restored_from_quarantine", 0),
+        "recover": view,
+    }
+    return ORJSONResponse(payload, status_code=200 if settled else 202)
+
+
+@router.get("/admin/sync/quarantine", dependencies=[AdminAuth],
+            summary="Vector points sync quarantined before deleting them (what recover would restore)")
+def admin_sync_quarantine(
+    services: Annotated[Services, Depends(get_services)],
+    limit: Annotated[int, Query(ge=1, le=1000, description="Entries per page.")] = 100,
+    after: Annotated[str | None, Query(max_length=512, description="The last memory id of the previous page.")] = None,
+):
+    quarantine = Quarantine(services.broker_redis)
+    entries = quarantine.page(after, limit)
+    listed = [{
+        "memory_id": memory_id,
+        "reason": entry.get("reason"),
+        "run_id": entry.get("run_id"),
+        "quarantined_at": datetime.fromtimestamp(entry.get("at") or 0, tz=timezone.utc).isoformat(),
+        "content": (entry.get("payload") or {}).get("content"),
+        "tags": (entry.get("payload") or {}).get("tags") or [],
+    } for memory_id, entry in entries]
+    return ORJSONResponse({
+        "status": "success",
+        "count": quarantine.count(),
+        "entries": listed,
+        "next_after": entries[-1][0] if len(entries) == limit else None,
+    })
 
 
 @router.post("/admin/reembed", dependencies=[AdminAuth], summary="Re-embed memories through the embed queue")

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, StrictBool
 
-from api.auth import ApiAuth
+from api.auth import ApiAuth, check_admin_token
 from api.body import parse_json, read_body
 from api.deps import get_services
 from api.maintenance import launcher
@@ -50,6 +50,24 @@ async def optional_json(request: Request, max_bytes: int) -> Any:
     return parse_json(raw)
 
 
+DESTRUCTIVE_MODES = frozenset({"forget"})  # deletes memories; the other cycles only score, link or summarise
+
+
+def check_destructive(request: Request, modes: list[str], dry_run: bool, settings) -> None:
+    """A consolidation that deletes memories takes the admin token, unless forgetting is switched on.
+
+    Forgetting is opt-in (CONSOLIDATION_FORGET_INTERVAL_SECONDS, 0 by default): where the
+    operator has switched it on, an API client running it early does what the clock would do;
+    where not, the API token alone must not be enough to delete memories.
+    """
+    if dry_run or not DESTRUCTIVE_MODES.intersection(modes):
+        return
+    if settings.consolidation_forget_interval_seconds > 0:
+        return
+    check_admin_token(request, settings, "consolidation with mode=forget and dry_run=false (it deletes memories; "
+                                         "forgetting is off: CONSOLIDATION_FORGET_INTERVAL_SECONDS=0)")
+
+
 def modes_for(mode: str, settings) -> list[str]:
     """``full`` runs every cycle, forget only where it is switched on (it is off by default)."""
     if mode != "full":
@@ -65,8 +83,10 @@ async def consolidate(
 ):
     settings = services.settings
     body: ConsolidateBody = parse_body(ConsolidateBody, await optional_json(request, settings.max_request_bytes))
+    modes = modes_for(body.mode, settings)
+    check_destructive(request, modes, body.dry_run, settings)
     maintenance = launcher(services, request.app.state)
-    run_ids = await maintenance.start(modes_for(body.mode, settings), body.dry_run)
+    run_ids = await maintenance.start(modes, body.dry_run)
     settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
     payload = {
         "status": "success",

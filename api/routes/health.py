@@ -40,6 +40,10 @@ def drift_summary(services: Services, memory_count: int | None, vector_count: in
         last = run_store(services).last_finished("sync")
     except Exception:
         last = None
+    try:
+        summary["sync_guard"] = sync_guard_report(services)
+    except Exception:  # the broker being down is what /health reports first ("broker")
+        pass
     if last is not None:
         counts = last.get("counts") or {}
         summary["last_sync"] = {
@@ -50,6 +54,20 @@ def drift_summary(services: Services, memory_count: int | None, vector_count: in
             **{kind: counts.get(kind, 0) for kind in DRIFT_KINDS},
         }
     return summary
+
+
+def sync_guard_report(services: Services) -> dict[str, Any]:
+    """Whether sync refused to delete orphan vectors (and why), and how many points it quarantined."""
+    from pipeline.maintenance.quarantine import Quarantine
+    from pipeline.maintenance.sync_guard import GuardState
+
+    tripped = GuardState(services.broker_redis).read()
+    report: dict[str, Any] = tripped or {"status": "ok"}
+    if tripped:
+        report["at"] = datetime.fromtimestamp(tripped["at"], tz=timezone.utc).isoformat()
+        report["action"] = "no orphan vector is deleted until this clears; POST /admin/sync/recover rebuilds the graph from them"
+    report["quarantined"] = Quarantine(services.broker_redis).count()
+    return report
 
 
 def _probe(what: str, check) -> tuple[bool, Any]:
@@ -82,6 +100,8 @@ def health(services: Annotated[Services, Depends(get_services)]):
         "vector_count": vector_count if vectors_ok else None,
         "queues": queue_info[0] if broker_ok else None,
         "dead_letter_count": queue_info[1] if broker_ok else None,
+        # writes that exhausted their retries: not recallable, replayable from the dead-letter queue
+        "failed_writes": _probe("failed writes", services.tracker.failed_count)[1] if broker_ok else None,
         "embedding": {
             "provider": embedder.name,
             "dimensions": embedder.dimensions,
@@ -94,6 +114,8 @@ def health(services: Annotated[Services, Depends(get_services)]):
         _, collections = _probe("collections", services.collections.describe)
         body["vectors"] = collections  # the live collection, and a dimension migration in progress
     body["drift"] = drift_summary(services, memory_count if graph_ok else None, vector_count if vectors_ok else None)
+    if body["drift"].get("sync_guard", {}).get("status") == "tripped" and status == "healthy":
+        body["status"] = "degraded"  # the graph lost memories the vector side still holds
     if not embedder.semantic:
         body["embedding"]["warning"] = "hash provider active: vectors are not semantic (tests and benchmarks only)"
     if not broker_ok:

@@ -31,7 +31,7 @@ from pipeline.records import build_new_record
 from pipeline.services import Services
 from pipeline.slack.directory import DirectoryCache
 from pipeline.slack.events import Delete, Ignore, Store, ids_to_resolve, plan_event
-from pipeline.slack.export import SlackExport
+from pipeline.slack.export import ExportTooLarge, SlackExport
 from pipeline.slack.importer import BatchOutcome, import_export
 from pipeline.slack.mapping import MappingRules
 
@@ -87,17 +87,16 @@ async def slack_events(
     redis_client = services.broker_redis
     event_id = payload.get("event_id")
     seen_key = EVENT_SEEN_PREFIX + event_id if isinstance(event_id, str) and event_id else None
+    if seen_key and await run_in_threadpool(redis_client.exists, seen_key):
+        retry = request.headers.get("x-slack-retry-num")
+        return ORJSONResponse({"status": "duplicate", "event_id": event_id, "retry": retry})
+    answer = await _apply_event(payload, services, writes, get_limits(request))
     if seen_key:
-        claimed = await run_in_threadpool(redis_client.set, seen_key, 1, nx=True, ex=settings.slack_event_dedupe_ttl_s)
-        if not claimed:
-            retry = request.headers.get("x-slack-retry-num")
-            return ORJSONResponse({"status": "duplicate", "event_id": event_id, "retry": retry})
-    try:
-        return ORJSONResponse(await _apply_event(payload, services, writes, get_limits(request)))
-    except Exception:
-        if seen_key:  # not applied: let Slack's retry through
-            await run_in_threadpool(redis_client.delete, seen_key)
-        raise
+        # Claimed only once the write is queued: a crash before this point leaves the event
+        # unclaimed, so Slack's retry applies it. Two deliveries racing here both apply it,
+        # which writes the same memory (ids come from the message) twice, harmlessly.
+        await run_in_threadpool(redis_client.set, seen_key, 1, ex=settings.slack_event_dedupe_ttl_s)
+    return ORJSONResponse(answer)
 
 
 async def _apply_event(payload: dict[str, Any], services: Services, writes: WritePath, limits) -> dict[str, Any]:
@@ -143,13 +142,17 @@ class _InProcessSink:
         return BatchOutcome(result["accepted_count"], result["unchanged_count"], result["failed_count"], errors)
 
 
+def _open_export(path: Path, settings) -> SlackExport:
+    return SlackExport(path, settings.slack_export_max_member_bytes, settings.slack_export_max_total_bytes)
+
+
 def _save_job(services: Services, job_id: str, state: dict[str, Any]) -> None:
     services.broker_redis.set(IMPORT_JOB_PREFIX + job_id, orjson.dumps(state), ex=IMPORT_JOB_TTL_S)
 
 
 def _run_import(path: Path, job_id: str, sink: _InProcessSink, services: Services, workspace: str | None) -> dict[str, Any]:
     try:
-        with SlackExport(path) as export:
+        with _open_export(path, services.settings) as export:
             directory, _, team = export.directory()
             DirectoryCache(services.broker_redis).save(workspace or team or job_id, directory)
             summary = import_export(export, sink, _rules(services), batch_size=services.settings.slack_import_batch_size,
@@ -193,7 +196,9 @@ async def import_slack_export(
         if size == 0:
             raise ValidationError("body: expected a Slack export .zip")
         try:
-            SlackExport(path).close()
+            _open_export(path, settings).close()
+        except ExportTooLarge as exc:
+            raise PayloadTooLarge(f"body: {exc}") from None
         except Exception:
             raise ValidationError("body: not a readable .zip (send the export file as the request body)") from None
     except Exception:

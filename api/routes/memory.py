@@ -13,9 +13,10 @@ from api.deps import get_limits, get_services, get_writes, graph_call
 from api.responses import ORJSONResponse
 from api.single_write import accept_single_write
 from api.writes import WritePath
-from pipeline.errors import Conflict, NotFound
+from pipeline.errors import Conflict, NotFound, Unavailable
 from pipeline.records import build_patch
 from pipeline.services import Services
+from pipeline.tracking import FAILED, QUEUED
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 
@@ -39,13 +40,33 @@ async def store_memory(request: Request):
 
 @router.get("/memory/{memory_id}", summary="Fetch one memory (202 while it is still in the pipeline)")
 def get_memory(memory_id: str, services: Annotated[Services, Depends(get_services)]):
-    memory = _graph_lookup(services, memory_id)
     pending = services.tracker.pending(memory_id)
+    try:
+        memory = _graph_lookup(services, memory_id)
+    except Unavailable:
+        if pending is None or pending["state"] not in (QUEUED, FAILED):
+            raise
+        memory = None  # not in the graph yet: the tracker's record answers even while the graph is down
     if memory is not None:
         body = {"status": "success", "memory": memory}
         if pending:
-            body["state"] = pending["state"]
+            body["state"] = pending["state"]  # failed: stored in the graph, but not recallable
+            if "reason" in pending:
+                body["reason"] = pending["reason"]
         return ORJSONResponse(body)
+    if pending and pending["state"] == FAILED:
+        return ORJSONResponse(
+            {
+                "status": "failed",
+                "memory_id": memory_id,
+                "state": FAILED,
+                "reason": pending.get("reason"),
+                "message": "the write failed after its retries (see reason) and is not recallable; its message is "
+                           "kept in the dead-letter queue, and replaying it (POST /admin/deadletters/replay) completes it",
+                "memory": _pending_view(pending["record"]),
+            },
+            status_code=202,
+        )
     if pending:
         return ORJSONResponse(
             {
@@ -63,7 +84,10 @@ def get_memory(memory_id: str, services: Annotated[Services, Depends(get_service
 async def _require_existing(services: Services, memory_id: str) -> None:
     memory = await run_in_threadpool(_graph_lookup, services, memory_id)
     if memory is None:
-        if await run_in_threadpool(services.tracker.pending, memory_id):
+        if pending := await run_in_threadpool(services.tracker.pending, memory_id):
+            if pending["state"] == FAILED:
+                raise Conflict(f"memory {memory_id} was not stored: its write failed ({pending.get('reason')}); "
+                               "replay it from the dead-letter queue first")
             raise Conflict(f"memory {memory_id} is still being written; retry once it is stored")
         raise NotFound(f"memory {memory_id} not found")
 

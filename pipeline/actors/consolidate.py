@@ -15,7 +15,7 @@ import dramatiq
 from pipeline.actors.context import services
 from pipeline.broker import MAINTENANCE_QUEUE, VECTORS_QUEUE
 from pipeline.maintenance.cycles import VECTORS, RunContext, registry
-from pipeline.maintenance.runs import COMPLETE, FAILED, FINISHED, SKIPPED, Run, RunStore, new_run_id
+from pipeline.maintenance.runs import COMPLETE, FAILED, FINISHED, REFUSED, SKIPPED, Run, RunStore, new_run_id
 from pipeline.resilience import store_call
 from pipeline.services import Services
 
@@ -66,7 +66,9 @@ def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
         return  # a duplicate of a step whose run is already settled
     result = registry()[run.kind][phase].step(RunContext(svc, runs, run, ActorOutbox()), cursor)
     runs.record_step(run_id, phase, seq, result.counts, result.samples)
-    if result.cursor is not None:
+    if result.refused:
+        runs.finish(run, REFUSED, result.refused)
+    elif result.cursor is not None:
         _dispatch(runs, run, phase, seq + 1, result.cursor, result.delay_s)
     else:
         _dispatch(runs, run, phase + 1, 0, None, result.delay_s)

@@ -68,6 +68,7 @@ class StepResult:
     samples: dict[str, list[str]] = field(default_factory=dict)
     cursor: Any = None  # where the next step of this phase starts; None: the phase is done
     delay_s: float = 0.0  # wait this long before the next step (a step that polls for queued work)
+    refused: str | None = None  # set: the run stops here, settled as refused with this reason
 
     def count(self, kind: str, ids: list[str]) -> None:
         """Count findings of one kind and keep a few of their ids as samples."""
@@ -92,7 +93,7 @@ class Phase:
 
 def registry() -> dict[str, list[Phase]]:
     """Every cycle by name (imported here so the modules stay free of each other)."""
-    from pipeline.maintenance import cluster, creative, decay, forget, migrate, reembed, sync
+    from pipeline.maintenance import cluster, creative, decay, forget, migrate, recover, reembed, sync
 
     return {
         "decay": decay.PHASES,
@@ -102,6 +103,7 @@ def registry() -> dict[str, list[Phase]]:
         "sync": sync.PHASES,
         "reembed": reembed.PHASES,
         "migrate": migrate.PHASES,
+        "recover": recover.PHASES,
     }
 
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from pipeline.graph import GraphStore, TagFilter, memory_from_node, tag_predicate
+from redis.exceptions import ResponseError
+
+from pipeline.graph import MISSING_GRAPH_ERROR, GraphStore, TagFilter, memory_from_node, tag_predicate
 
 
 # A window this many times the page: ids of deleted nodes and of other labels leave gaps,
@@ -39,7 +41,13 @@ IDS_QUERY = (
 
 
 def highest_node_id(graph: GraphStore) -> int:
-    rows = graph.run_read("MATCH (m:Memory) RETURN max(id(m))")
+    """-1 for an empty graph, and for one that does not exist at all (nothing to walk either way)."""
+    try:
+        rows = graph.run_read("MATCH (m:Memory) RETURN max(id(m))")
+    except ResponseError as exc:
+        if MISSING_GRAPH_ERROR in str(exc):
+            return -1
+        raise
     return int(rows[0][0]) if rows and rows[0][0] is not None else -1
 
 

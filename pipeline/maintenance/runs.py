@@ -10,6 +10,7 @@ the stores. Keys (all prefixed ``mempipe:maint:``):
 - ``run:<id>:steps`` — hash: ``<phase>:<seq>`` → JSON ``{"counts": {...}, "samples": {...}}``
 - ``run:<id>:state:*`` — whatever a cycle keeps between its steps (cluster centres, members)
 - ``active:<kind>`` — the run holding a cycle's lock (expires after MAINTENANCE_RUN_TTL_HOURS)
+- ``active:<kind>:dry`` — the same for dry runs: one at a time, but never in a real run's way
 - ``last:<kind>`` — the latest finished run of each kind (for /health's drift report)
 - ``history`` — ids of finished runs, newest first, trimmed to MAINTENANCE_HISTORY_SIZE
 """
@@ -31,7 +32,9 @@ RUN_RECORD_TTL_SECONDS = 30 * 86_400
 SAMPLES_PER_KIND = 10
 
 QUEUED, RUNNING, COMPLETE, SKIPPED, FAILED = "queued", "running", "complete", "skipped", "failed"
-FINISHED = frozenset({COMPLETE, SKIPPED, FAILED})
+# A run that stopped on purpose before changing anything it judged unsafe to change (the sync guard).
+REFUSED = "refused"
+FINISHED = frozenset({COMPLETE, SKIPPED, FAILED, REFUSED})
 
 
 def new_run_id() -> str:
@@ -40,6 +43,10 @@ def new_run_id() -> str:
 
 def run_key(run_id: str) -> str:
     return f"{PREFIX}run:{run_id}"
+
+
+def lock_key(kind: str, dry_run: bool) -> str:
+    return f"{PREFIX}active:{kind}" + (":dry" if dry_run else "")
 
 
 def state_key(run_id: str, name: str) -> str:
@@ -112,18 +119,24 @@ class RunStore:
         data = self._redis.hgetall(run_key(run_id))
         return Run.from_hash(run_id, data) if data and b"kind" in data else None
 
+    def holder(self, kind: str, dry_run: bool) -> str | None:
+        """The run holding the lock that a run of ``kind`` (dry or not) would need, if any."""
+        holder = self._redis.get(lock_key(kind, dry_run))
+        return holder.decode() if holder is not None else None
+
     def start(self, run: Run) -> bool:
-        """Take the cycle's lock (dry runs need none) and mark the run running.
+        """Take the cycle's lock and mark the run running.
 
         False when another run of the same kind holds the lock: two clocks, or a manual run
-        while a scheduled one is going, never run a cycle twice at once.
+        while a scheduled one is going, never run a cycle twice at once. Dry runs have a lock
+        of their own: a dry run walks the whole store as a real one does, so they are bounded
+        the same way (one at a time per cycle), without ever holding a real run back.
         """
-        if not run.dry_run:
-            lock = f"{PREFIX}active:{run.kind}"
-            if not self._redis.set(lock, run.id, nx=True, ex=self._lock_ttl):
-                holder = self._redis.get(lock)
-                if holder is None or holder.decode() != run.id:  # a redelivered start holds it already
-                    return False
+        lock = lock_key(run.kind, run.dry_run)
+        if not self._redis.set(lock, run.id, nx=True, ex=self._lock_ttl):
+            holder = self._redis.get(lock)
+            if holder is None or holder.decode() != run.id:  # a redelivered start holds it already
+                return False
         self._redis.hset(run_key(run.id), "status", RUNNING)
         self._redis.hsetnx(run_key(run.id), "started_at", time.time())
         return True
@@ -148,6 +161,13 @@ class RunStore:
         }
         if reason:
             fields["reason"] = reason
+        if status != SKIPPED:
+            # The lock goes before the status says finished: whoever sees the run settled may
+            # start the next one at once.
+            lock = lock_key(run.kind, run.dry_run)
+            holder = self._redis.get(lock)
+            if holder is not None and holder.decode() == run.id:
+                self._redis.delete(lock)
         first = self._redis.hsetnx(key, "finished_once", 1)
         self._redis.hset(key, mapping=fields)
         if first:
@@ -157,12 +177,12 @@ class RunStore:
             pipe.ltrim(HISTORY_KEY, 0, self._history_size - 1)
             pipe.execute()
             self._cleanup_state(run.id)
-        if not run.dry_run and status != SKIPPED:
-            lock = f"{PREFIX}active:{run.kind}"
-            holder = self._redis.get(lock)
-            if holder is not None and holder.decode() == run.id:
-                self._redis.delete(lock)
         return result
+
+    def counts_so_far(self, run_id: str) -> dict[str, int]:
+        """The counts of the steps recorded until now (a later phase deciding on an earlier one's findings)."""
+        steps = [orjson.loads(v) for v in self._redis.hvals(run_key(run_id) + ":steps")]
+        return merge_steps(steps)["counts"]
 
     def _cleanup_state(self, run_id: str) -> None:
         keys = list(self._redis.scan_iter(match=state_key(run_id, "*"), count=500))

@@ -5,6 +5,12 @@ for private exports), one folder per conversation holding ``YYYY-MM-DD.json`` ar
 the small directory files and one day file are in memory at any moment, so an export of
 any size imports in flat memory. Folders that no directory file lists are read too (real
 exports have them); other files in a folder (canvases, ...) are not messages and are counted.
+
+A zip member is read whole, so what it may inflate to is bounded before anything is read:
+each file the import reads (directory and day files) by ``max_member_bytes``, and all the
+zip's members together by ``max_total_bytes`` (a small upload can declare terabytes). Both
+are checked on the sizes the zip declares when it is opened, and reads stop at the bound
+whatever the zip declared.
 """
 
 from __future__ import annotations
@@ -38,16 +44,52 @@ class ExportMessage:
     message: dict[str, Any]
 
 
+# Defaults for callers without settings; the service passes SLACK_EXPORT_MAX_*_BYTES.
+DEFAULT_MAX_MEMBER_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_TOTAL_BYTES = 8 * 1024 * 1024 * 1024
+
+
+class ExportTooLarge(ValueError):
+    """An export whose files would inflate past the bounds; the message names the file or the total."""
+
+
 class SlackExport:
     """A zip or a folder, seen as relative POSIX paths under the export's root."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+                 max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES):
         self.path = Path(path)
+        self.max_member_bytes, self.max_total_bytes = max_member_bytes, max_total_bytes
         self._zip = zipfile.ZipFile(self.path) if self.path.is_file() else None
         if self._zip is None and not self.path.is_dir():
             raise FileNotFoundError(f"{self.path}: no such export (a .zip or a folder)")
-        self._root = self._find_root()
-        self._folders: dict[str, list[str]] | None = None
+        try:
+            self._root = self._find_root()
+            self._folders: dict[str, list[str]] | None = None
+            self._check_sizes()
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_sizes(self) -> None:
+        if self._zip is None:
+            return  # a folder on the operator's own disk: reads are still bounded per file
+        members = [m for m in self._zip.infolist() if not m.is_dir()]
+        total = sum(m.file_size for m in members)
+        if total > self.max_total_bytes:
+            raise ExportTooLarge(f"the export inflates to {total} bytes, above SLACK_EXPORT_MAX_TOTAL_BYTES={self.max_total_bytes}")
+        read = {self._full(name) for name in DIRECTORY_FILES + ("users.json",)}
+        read |= {self._full(f"{folder}/{name}") for folder, names in self.folders().items() for name in names if DAY_FILE.match(name)}
+        for member in members:
+            if member.filename in read and member.file_size > self.max_member_bytes:
+                raise ExportTooLarge(f"{member.filename} inflates to {member.file_size} bytes, above "
+                                     f"SLACK_EXPORT_MAX_MEMBER_BYTES={self.max_member_bytes}")
+
+    def _read_bounded(self, handle, name: str) -> bytes:
+        data = handle.read(self.max_member_bytes + 1)
+        if len(data) > self.max_member_bytes:  # more than the zip declared, or a file on disk
+            raise ExportTooLarge(f"{name} is larger than SLACK_EXPORT_MAX_MEMBER_BYTES={self.max_member_bytes}")
+        return data
 
     def close(self) -> None:
         if self._zip is not None:
@@ -81,8 +123,9 @@ class SlackExport:
         try:
             if self._zip is not None:
                 with self._zip.open(full) as handle:
-                    return orjson.loads(handle.read())
-            return orjson.loads((self.path / full).read_bytes())
+                    return orjson.loads(self._read_bounded(handle, full))
+            with open(self.path / full, "rb") as handle:
+                return orjson.loads(self._read_bounded(handle, full))
         except (KeyError, FileNotFoundError):
             return None
 

@@ -171,7 +171,8 @@ def test_graph_outage_keeps_accepting_writes_and_they_land_later(make_stack, tmp
 
 
 def test_poison_message_reaches_dead_letters_and_replays(make_stack):
-    stack = make_stack(ACTOR_MAX_RETRIES="1")
+    # an unreachable provider is an outage: its retry window is ACTOR_UNAVAILABLE_RETRY_SECONDS
+    stack = make_stack(ACTOR_MAX_RETRIES="1", ACTOR_UNAVAILABLE_RETRY_SECONDS="0")
     stack.start_web()
     broken = stack.start_worker(
         EMBEDDING_PROVIDER="openai", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"http://127.0.0.1:{free_port()}/v1",
@@ -180,7 +181,9 @@ def test_poison_message_reaches_dead_letters_and_replays(make_stack):
     with stack.client() as api:
         memory_id = api.post("/memory", params={"wait": "false"}, json={"content": "embed me later", "tags": ["dlq"]}).json()["memory_id"]
         wait_until(lambda: api.get("/health").json()["dead_letter_count"] == 1, timeout=60, message="message dead-lettered")
-        assert api.get(f"/memory/{memory_id}").status_code == 200  # persisted; only embedding failed
+        failed = api.get(f"/memory/{memory_id}")
+        assert failed.status_code == 200 and failed.json()["state"] == "failed"  # persisted; only embedding failed
+        assert "embed_memories" in failed.json()["reason"] and api.get("/health").json()["failed_writes"] == 1
         listed = stack.run_tool("-m", "ops.deadletters", "list")
         assert "embed_memories" in listed.stdout and "embed" in listed.stdout, listed
 
@@ -189,7 +192,8 @@ def test_poison_message_reaches_dead_letters_and_replays(make_stack):
         replayed = stack.run_tool("-m", "ops.deadletters", "replay")
         assert "replayed 1" in replayed.stdout, replayed
         wait_until(lambda: _counts(api) == (1, 1), timeout=60, message="replayed memory indexed")
-        assert api.get("/health").json()["dead_letter_count"] == 0
+        assert api.get("/health").json()["dead_letter_count"] == 0 and api.get("/health").json()["failed_writes"] == 0
+        assert "state" not in api.get(f"/memory/{memory_id}").json()
         hits = api.get("/recall", params={"query": "embed me later", "tags": "dlq"}).json()["results"]
         assert hits and hits[0]["id"] == memory_id and hits[0]["match_type"] == "vector"
 

@@ -62,7 +62,9 @@ def settle(api, expected_memories: int) -> None:
 
 
 def consolidate(api, mode: str, dry_run: bool) -> dict:
-    response = api.post("/consolidate", json={"mode": mode, "dry_run": dry_run})
+    # forgetting for real deletes memories: the admin token, as forgetting is off by default
+    headers = ADMIN if mode == "forget" and not dry_run else None
+    response = api.post("/consolidate", json={"mode": mode, "dry_run": dry_run}, headers=headers)
     assert response.status_code == 200, response.text
     return response.json()["consolidation"]["runs"][mode]
 
@@ -104,6 +106,9 @@ def test_decay_and_forget_known_answers(make_stack):
                    and r[0]["memory"].get("relevance_score") == pytest.approx(expected["important"], abs=2e-3),
                    message="relevance in the payload")
 
+        refused = api.post("/consolidate", json={"mode": "forget", "dry_run": False})  # the API token alone
+        assert refused.status_code == 403 and refused.json()["code"] == 403, refused.text
+        assert api.get(f"/memory/{ids['faded']}").status_code == 200
         forget = consolidate(api, "forget", dry_run=False)
         assert forget["counts"].get("deleted") == 1 and forget["counts"].get("archived") == 1, forget
         wait_until(lambda: api.get(f"/memory/{ids['faded']}").status_code == 404, message="faded deleted")

@@ -93,7 +93,8 @@ def test_queue_depth_age_then_worker_exporter(servers):
 
 
 def test_dead_letters_retries_and_embedding_errors_are_counted(servers):
-    stack = Stack.create(servers, actor_max_retries="1")
+    # an unreachable provider is an outage: a zero window leaves it the one retry of ACTOR_MAX_RETRIES
+    stack = Stack.create(servers, actor_max_retries="1", actor_unavailable_retry_seconds="0")
     stack.start_web()
     port = free_port()
     # An embedding provider that cannot be reached: the embed stage fails, retries once, dead-letters.
