@@ -1,7 +1,7 @@
 """Enrichment stage: types, entities, summaries, duplicates and PRECEDED_BY chains.
 
-Runs on its own queue after a memory is indexed (so it is already recallable and never
-holds up the write path). A message carries memory ids; the actor reads the current record
+Runs on its own queue after a memory is indexed (so it is already recallable), and waits
+while the write path has work (``pipeline.background``): NER takes the cores the model needs. A message carries memory ids; the actor reads the current record
 from the graph, so a redelivered or re-queued message simply recomputes the same result.
 """
 
@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import dramatiq
 
 from pipeline.actors.context import services
+from pipeline.background import wait_for_quiet_writes
 from pipeline.broker import ENRICH_QUEUE
 from pipeline.drain import drain_bound, draining
 from pipeline.enrichment.classifier import TypeClassifier
@@ -81,6 +82,7 @@ def _drain_bound(svc: Services) -> int:
 @dramatiq.actor(queue_name=ENRICH_QUEUE)
 def enrich_memories(memory_ids: list[str]) -> None:
     svc = services()
+    wait_for_quiet_writes(svc)
     with draining(dramatiq.get_broker(), ENRICH_QUEUE, "enrich_memories", memory_ids, _drain_bound(svc)) as ids:
         build_enricher(svc).run(ids)
 

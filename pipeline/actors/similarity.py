@@ -9,14 +9,14 @@ re-embedded or read back. Edges are symmetric and merged, strength = cosine simi
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 import dramatiq
 
 from pipeline.actors.context import services
-from pipeline.broker import SIMILARITY_QUEUE, write_path_busy
+from pipeline.background import wait_for_quiet_writes
+from pipeline.broker import SIMILARITY_QUEUE
 from pipeline.edges import Link, merge_links
 from pipeline.relations import BY_NAME
 from pipeline.packing import vector_of
@@ -33,40 +33,6 @@ def nearest_links(vectors: VectorStore, items: list[tuple[str, Sequence[float]]]
         links += [Link(memory_id, hit.memory_id, round(hit.score, 6))
                   for hit in hits if hit.memory_id != memory_id and hit.score >= threshold][:limit]
     return links
-
-
-def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, sleep: Callable[[float], None] = time.sleep,
-                    arriving: Callable[[], bool] = lambda: False) -> float:
-    """Wait while more than ``bound`` writes are not yet recallable, or while writes are still
-    arriving; returns the seconds waited.
-
-    SIMILAR_TO costs a vector search per memory (~1.2 ms of CPU against a built 12k-point
-    Edge index here, ~2 ms brute force while the HNSW build waits for writes to pause): more
-    than indexing itself, on the process that owns the shard and cannot be scaled out. So
-    making memories recallable comes first; linking follows in the gaps of the write stream,
-    and after a bulk import against the built index. The backlog bound covers a bulk import;
-    ``arriving`` (writes queued in the last moment) covers a stream of single writes, whose
-    backlog stays small (``link_similar`` also counts a large Edge index build that is due as
-    a reason to wait). A write stuck in the backlog (dead-lettered) holds nothing up for
-    long: the wait ends when writes stop arriving. The message stays unacknowledged while it
-    waits, so a crash redelivers it.
-    """
-    waited, step = 0.0, 0.25
-    while waited < max_wait_s and ((bound > 0 and backlog() > bound) or arriving()):
-        sleep(step)
-        waited += step
-    return waited
-
-
-def _write_path_active(svc) -> Callable[[], bool]:
-    """Writes still on their way: queued within the quiet window, or held by a write-path
-    queue. The second covers the end of a bulk import: once the importer stops, the arrival
-    key expires within 250 ms and the backlog falls under the bound while the last batches
-    are still being persisted, embedded and indexed; links made then took CPU from them (on
-    the web process, which owns the vectors and was the bound), not from an idle machine."""
-    def active() -> bool:
-        return svc.tracker.writes_arriving() or write_path_busy(svc.broker_redis)
-    return active
 
 
 def _large_index_build_due(svc) -> Callable[[], bool]:
@@ -87,11 +53,9 @@ def link_similar(items: list[dict[str, Any]]) -> None:
     s = svc.settings
     if s.similar_to_limit <= 0:
         return
-    # SIMILAR_TO_DEFER_QUIET_MS=0 turns the arrival condition off, the queue condition with it.
-    writes_active = _write_path_active(svc) if s.similar_to_defer_quiet_ms > 0 else (lambda: False)
-    build_due = _large_index_build_due(svc)
-    yield_to_writes(svc.tracker.inflight_count, s.similar_to_defer_backlog, s.similar_to_defer_max_s,
-                    arriving=lambda: writes_active() or build_due())
+    # SIMILAR_TO searches cost more than indexing, on the process that owns the shard: the
+    # write path goes first (pipeline.background), and so does a large index build that is due.
+    wait_for_quiet_writes(svc, also_wait=_large_index_build_due(svc))
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
     wanted = [(item["id"], vector_of(item, f32=True)) for item in items if item["id"] not in skipped]
     links = store_call(nearest_links)(svc.vectors, wanted, s.similar_to_threshold, s.similar_to_limit) if wanted else []

@@ -2,7 +2,8 @@
 
 from types import SimpleNamespace
 
-from pipeline.actors.similarity import _large_index_build_due, yield_to_writes
+from pipeline.actors.similarity import _large_index_build_due
+from pipeline.background import yield_to_writes
 
 
 def test_waits_while_the_backlog_is_high_then_runs():
@@ -73,3 +74,23 @@ def test_linking_waits_for_a_large_index_build_only():
     assert due()
     server = SimpleNamespace(vectors=SimpleNamespace(), settings=svc.settings)  # a Qdrant server indexes as it goes
     assert not _large_index_build_due(server)()
+
+
+def test_enrichment_waits_for_the_write_path_as_similar_to_does(monkeypatch):
+    """An enrich message runs once writes stop arriving, not while they do."""
+    from types import SimpleNamespace
+
+    import pipeline.actors.enrich as enrich
+    import pipeline.background as background
+    from pipeline.config import Settings
+
+    arrivals = iter([True, True, False])
+    order = []
+    tracker = SimpleNamespace(inflight_count=lambda: 0, writes_arriving=lambda: next(arrivals))
+    svc = SimpleNamespace(settings=Settings(), tracker=tracker, broker_redis=None, chat=None)
+    monkeypatch.setattr(background, "write_path_busy", lambda client: False)
+    monkeypatch.setattr(background.time, "sleep", lambda s: order.append("waited"))
+    monkeypatch.setattr(enrich, "services", lambda: svc)
+    monkeypatch.setattr(enrich, "build_enricher", lambda s: SimpleNamespace(run=lambda ids: order.append(("ran", ids))))
+    enrich.enrich_memories.fn(["m1"])
+    assert order == ["waited", "waited", ("ran", ["m1"])]
