@@ -10,7 +10,7 @@ from falkordb import FalkorDB
 
 from tests.stack import ADMIN_TOKEN, ROOT, Stack, wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.security]
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
 KEPT_FIELDS = ("content", "tags", "importance", "type", "timestamp", "metadata")
 

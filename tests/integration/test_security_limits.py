@@ -19,7 +19,7 @@ from tests.graph_helpers import stack_graph
 from tests.integration.test_mcp import mcp_session
 from tests.stack import ADMIN_TOKEN
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.security]
 
 LIMIT_S = 1.0
 CLIQUE = 110  # the walk of every path took 2.1 s over 121 members, 0.3 s over 61

@@ -12,7 +12,7 @@ import pytest
 from tests.integration.test_ingestion import SIGNING_SECRET, SlackClient, _event
 from tests.stack import ADMIN_TOKEN, wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.security]
 
 
 def test_a_crash_before_the_write_is_queued_leaves_the_event_to_slacks_retry(make_stack, tmp_path):

@@ -12,7 +12,7 @@ from dramatiq.broker import MessageProxy
 from pipeline.tracking import FAILED, PipelineTracker
 from pipeline.write_failures import WriteFailures
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.security]
 _databases = itertools.count(900)  # far above the stacks' databases on the shared broker
 
 

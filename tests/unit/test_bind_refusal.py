@@ -18,6 +18,8 @@ from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 from tests.stack import ROOT
 
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
+
 UVICORN = "/venv/bin/uvicorn"
 PYTHON_M_UVICORN = "/venv/lib/python3.11/site-packages/uvicorn/__main__.py"
 APP = ["api.app:create_app", "--factory"]

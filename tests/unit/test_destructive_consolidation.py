@@ -5,12 +5,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import fakeredis
+import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.maintenance import MaintenanceLauncher
 from pipeline.config import Settings
 from pipeline.maintenance.runs import COMPLETE, RunStore
+
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
 
 API = {"Authorization": "Bearer api-token"}
 ADMIN = {**API, "X-Admin-Token": "admin-token"}

@@ -8,6 +8,8 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.config import Settings
 
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
+
 PAGES = ["/openapi.json", "/docs", "/redoc"]
 
 

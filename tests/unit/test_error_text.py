@@ -16,6 +16,8 @@ from pipeline.config import Settings
 from pipeline.errors import Unavailable
 from tests.unit.test_single_write import _client
 
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
+
 ADDRESS = "10.9.8.7:16379"
 
 

@@ -15,6 +15,8 @@ from api.auth import presented_token
 from api.observability import AccessLog
 from pipeline.observability.logs import redact
 
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
+
 TOKEN = "s3cret-Token_1"
 
 

@@ -14,6 +14,8 @@ from api.routes.ingest import SLACK_IMPORT_PATH, SLACK_UPLOAD_TYPES
 from pipeline.config import Settings
 from tests.unit.test_route_auth import _walk
 
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
+
 LOOPBACK = "http://127.0.0.1:8001"
 BODY_METHODS = {"POST", "PATCH", "PUT"}
 

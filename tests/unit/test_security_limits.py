@@ -35,6 +35,8 @@ from pipeline.query.graph_reads import neighbours
 from pipeline.query.keywords import extract_keywords, fulltext_terms
 from pipeline.query.timewindow import parse_time_query
 
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
+
 TOKEN, ADMIN = "api-token", "admin-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SETTINGS = Settings(automem_api_token=TOKEN, admin_api_token=ADMIN)

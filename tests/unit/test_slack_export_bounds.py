@@ -9,6 +9,8 @@ import pytest
 
 from pipeline.slack.export import ExportTooLarge, SlackExport
 
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
+
 USERS = json.dumps([{"id": "U1", "name": "kara"}]).encode()
 DAY = json.dumps([{"type": "message", "user": "U1", "ts": "1.000100", "text": "x" * 5000}]).encode()
 

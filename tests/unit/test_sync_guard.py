@@ -1,4 +1,5 @@
 import fakeredis
+import pytest
 
 from pipeline.graph import node_properties
 from pipeline.maintenance.quarantine import Quarantine
@@ -6,6 +7,8 @@ from pipeline.maintenance.recover import node_from_payload
 from pipeline.maintenance.sync_guard import GuardState, verdict
 from pipeline.records import MemoryRecord
 from pipeline.vectors import vector_payload
+
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
 
 
 def test_an_empty_graph_refuses_any_orphan_delete():

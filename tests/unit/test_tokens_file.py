@@ -11,6 +11,8 @@ import pytest
 import ops.tokens as tokens_module
 from ops.tokens import load_or_create_tokens, write_private
 
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
+
 
 def _mode(path) -> int:
     return stat.S_IMODE(path.stat().st_mode)

@@ -3,12 +3,15 @@ Redis scripts: tests/integration/test_write_failures.py)."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.retry_policy import is_unavailable, retries_for_window, retry_when
 from pipeline.write_failures import memory_ids
+
+pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
 
 
 def test_memory_ids_of_write_messages():
