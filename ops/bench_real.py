@@ -118,9 +118,9 @@ def wait_background_done(stack: Stack, timeout: float) -> float:
 class RealStack:
     """A fresh stack as ``make run`` lays it out, booted and warmed up (the model loaded)."""
 
-    def __init__(self, servers: Servers):
+    def __init__(self, servers: Servers, overrides: dict[str, str] | None = None):
         self.servers = servers
-        self.stack = Stack.create(servers, **shipped_env())
+        self.stack = Stack.create(servers, **shipped_env(), **(overrides or {}))
 
     def __enter__(self) -> Stack:
         self.stack.start_web(timeout=180)
@@ -137,8 +137,8 @@ class RealStack:
             discard_data(self.stack)
 
 
-def bench_import(servers: Servers, export: Path, timeout: float) -> dict:
-    with RealStack(servers) as stack:
+def bench_import(servers: Servers, export: Path, timeout: float, overrides: dict[str, str]) -> dict:
+    with RealStack(servers, overrides) as stack:
         meter = CpuMeter(stack, servers)
         started = time.monotonic()
         summary, _, _ = _importer_with_rss(stack, export)
@@ -153,7 +153,7 @@ def bench_import(servers: Servers, export: Path, timeout: float) -> dict:
                 "background_after_last_write_s": round(done + background - accepted, 1)}
 
 
-def bench_singles(servers: Servers, turns: list[dict], clients: int, timeout: float) -> dict:
+def bench_singles(servers: Servers, turns: list[dict], clients: int, timeout: float, overrides: dict[str, str]) -> dict:
     local = threading.local()
     headers = {**AUTH, "Content-Type": "application/json"}
     latencies: list[float] = []
@@ -168,7 +168,7 @@ def bench_singles(servers: Servers, turns: list[dict], clients: int, timeout: fl
         latencies.append(time.monotonic() - sent)
         return response.status
 
-    with RealStack(servers) as stack:
+    with RealStack(servers, overrides) as stack:
         meter = CpuMeter(stack, servers)
         started = time.monotonic()
         with ThreadPoolExecutor(clients) as pool:
@@ -188,11 +188,11 @@ def bench_singles(servers: Servers, turns: list[dict], clients: int, timeout: fl
 
 
 def render(report: dict) -> str:
-    lines = ["| phase | memories | raw model /s | pipeline /s | ratio | CPU ms/memory | enrich+similar after last write |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| phase | settings | memories | raw model /s | pipeline /s | ratio | CPU ms/memory | enrich+similar after last write |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in report["rows"]:
         raw = row["raw_model"]["rate"]
-        lines.append(f"| {row['phase']} | {row['memories']} | {raw} | {row['rate']} | {row['rate'] / raw:.0%} "
+        lines.append(f"| {row['phase']} | {row['settings']} | {row['memories']} | {raw} | {row['rate']} | {row['rate'] / raw:.0%} "
                      f"| {row['cpu_ms_per_memory']['total']} | {row['background_after_last_write_s']} s |")
     return "\n".join(lines)
 
@@ -203,8 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=1500, help="conversation turns for the single writes")
     parser.add_argument("--clients", default="8,4")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE,...",
+                        help="settings compared with the shipped ones, each phase alternating (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_real.json")
     args = parser.parse_args(argv)
+    variants = [("shipped", {})] + [(text, dict(pair.split("=", 1) for pair in text.split(","))) for text in args.variant]
 
     settings = Settings()
     report = {"started": datetime.now(timezone.utc).isoformat(), "load_before": os.getloadavg()[0], "rows": []}
@@ -213,16 +216,19 @@ def main(argv: list[str] | None = None) -> int:
         for name in filter(None, args.exports.split(",")):
             export = DATA / "slack-dev" / name
             raw = raw_model_rate(slack_texts(export), settings)
-            row = {"phase": f"slack import {name}", "raw_model": raw, **bench_import(servers, export, args.timeout)}
-            report["rows"].append(row)
-            print(f"... {row['phase']}: {row['rate']}/s, model {raw['rate']}/s", file=sys.stderr, flush=True)
+            for label, overrides in variants:
+                row = {"phase": f"slack import {name}", "settings": label, "raw_model": raw,
+                       **bench_import(servers, export, args.timeout, overrides)}
+                report["rows"].append(row)
+                print(f"... {row['phase']} ({label}): {row['rate']}/s, model {raw['rate']}/s", file=sys.stderr, flush=True)
         turns = conversation_turns(args.turns)
         raw = raw_model_rate([t["content"] for t in turns], settings)
-        for clients in (int(c) for c in args.clients.split(",")):
-            row = {"phase": f"single POST /memory, {clients} clients", "raw_model": raw,
-                   **bench_singles(servers, turns, clients, args.timeout)}
-            report["rows"].append(row)
-            print(f"... {row['phase']}: {row['rate']}/s, model {raw['rate']}/s", file=sys.stderr, flush=True)
+        for clients in (int(c) for c in filter(None, args.clients.split(","))):
+            for label, overrides in variants:
+                row = {"phase": f"single POST /memory, {clients} clients", "settings": label, "raw_model": raw,
+                       **bench_singles(servers, turns, clients, args.timeout, overrides)}
+                report["rows"].append(row)
+                print(f"... {row['phase']} ({label}): {row['rate']}/s, model {raw['rate']}/s", file=sys.stderr, flush=True)
     finally:
         servers.stop()
     report["load_after"] = os.getloadavg()[0]

@@ -45,7 +45,7 @@ def settings(make_stack):
 class Recorder:
     """A Dramatiq actor on one broker that records every call; ``fail_first`` calls raise."""
 
-    def __init__(self, broker, queue: str, *, fail_first: int = 0, max_retries: int = 3):
+    def __init__(self, broker, queue: str, *, fail_first: int = 0):
         self.calls: list[tuple[int, float]] = []
         self._failures_left = fail_first
         self._lock = threading.Lock()
@@ -57,8 +57,7 @@ class Recorder:
                     self._failures_left -= 1
                     raise RuntimeError("failing on purpose")
 
-        self.actor = dramatiq.actor(record, broker=broker, actor_name="record", queue_name=queue,
-                                    max_retries=max_retries)
+        self.actor = dramatiq.actor(record, broker=broker, actor_name="record", queue_name=queue)
 
     def numbers(self) -> list[int]:
         with self._lock:
@@ -157,8 +156,9 @@ def test_a_failed_message_is_retried_after_its_backoff_at_idle(settings):
 
 
 def test_an_exhausted_message_reaches_the_dead_letters_and_a_replay_runs_at_idle(settings):
-    live = build_broker(settings)
-    recorder = Recorder(live, "vectors", fail_first=2, max_retries=1)
+    # The broker's retry policy (pipeline.retry_policy) decides, from ACTOR_MAX_RETRIES.
+    live = build_broker(settings.model_copy(update={"actor_max_retries": 1}))
+    recorder = Recorder(live, "vectors", fail_first=2)
     worker = run_worker(live, "vectors")
     try:
         recorder.actor.send(3)
