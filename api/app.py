@@ -53,6 +53,13 @@ def web_worker_queues(settings: Settings) -> set[str]:
     return set(VECTOR_OWNER_QUEUES) if settings.uses_qdrant_edge else set()
 
 
+def query_side(settings: Settings) -> Settings:
+    """The web's settings for its own model: it embeds queries one at a time on the request path,
+    beside the workers' batches, so it takes one torch thread unless EMBED_TORCH_THREADS names a
+    count (the automatic count gives the cores to the worker processes)."""
+    return settings if settings.embed_torch_threads else settings.model_copy(update={"embed_torch_threads": 1})
+
+
 def _actor_enqueuers(services: Services) -> Enqueuers:
     from pipeline.actors import enrich, maintenance, persist, relations
 
@@ -81,7 +88,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        svc = services or Services(settings)
+        svc = services or Services(query_side(settings))
         queues = web_worker_queues(settings)
         embedder = svc.embedder  # load the model now, not on the first recall
         svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here

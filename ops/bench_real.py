@@ -80,11 +80,11 @@ def conversation_turns(limit: int) -> list[dict]:
 
 
 def raw_model_rate(texts: list[str], settings: Settings) -> dict:
-    """The model alone, in a child process (torch never loads into this one): with the
-    workers' torch threads and with both cores' worth, the faster taken as the model's rate
-    (the worker's threads embed side by side, so one torch thread is not its budget)."""
+    """The model alone, in a child process (torch never loads into this one): with one torch
+    thread, the workers' count and every usable core; the fastest is the model's rate, the
+    budget the pipeline is held to."""
     runs = [_raw_model_run(texts, settings.embed_batch_size, threads)
-            for threads in sorted({settings.embed_torch_threads, os.cpu_count() or 1})]
+            for threads in sorted({settings.resolved_embed_torch_threads, 1, len(os.sched_getaffinity(0))})]
     best = max(runs, key=lambda run: run["rate"])
     return {**best, "runs": runs}
 

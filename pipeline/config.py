@@ -9,6 +9,7 @@ configuration table is generated from this class (``python -m ops.config_table``
 from __future__ import annotations
 
 import ipaddress
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -138,7 +139,7 @@ class Settings(BaseSettings):
     embed_batch_size: int = Field(64, ge=1, le=2048, description="Most texts sent to the provider in one call.")
     embed_drain_max_items: int = Field(64, ge=0, le=2048, description="Most memories one embed call gathers from further queued embed messages, so the small messages of single writes fill a provider call (0 = one message per call). Kept near EMBED_BATCH_SIZE: a bigger drain would leave a second worker process idle while one embeds.")
     vector_drain_max_items: int = Field(500, ge=0, le=5000, description="Most memories one vector-stage call gathers from further queued vector messages: one upsert, one bookkeeping round trip and one enrichment hand-off for all (0 = one message per call).")
-    embed_torch_threads: int = Field(1, ge=1, le=64, description="Intra-op threads for the local model; more than 1 oversubscribes cores shared with other threads and processes.")
+    embed_torch_threads: int = Field(0, ge=0, le=64, description="Intra-op threads of the local model in a worker process; 0 = the cores this machine gives each worker process (usable cores / WORKER_PROCESSES, at least 1). A process embeds one batch at a time, so one thread left a core idle. The web process embeds queries with one thread whatever this says (docs/ingestion.md).")
     embed_labelled_sentences: bool = Field(True, description="Content that starts with a label (\"Name: …\") and holds two or more sentences is embedded sentence by sentence, each with the label, and the vectors averaged (docs/labelled-sentences.md); false embeds every content whole.")
 
     # --- Pipeline (Dramatiq) ---------------------------------------------------------
@@ -358,6 +359,12 @@ class Settings(BaseSettings):
     @property
     def protected_types(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.consolidation_protected_types.split(",") if t.strip())
+
+    @property
+    def resolved_embed_torch_threads(self) -> int:
+        if self.embed_torch_threads:
+            return self.embed_torch_threads
+        return max(1, len(os.sched_getaffinity(0)) // self.worker_processes)
 
     @property
     def resolved_embedding_provider(self) -> str:

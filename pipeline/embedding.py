@@ -156,7 +156,7 @@ def build_embedder(settings: Settings) -> Embedder:
             raise ConfigurationError(
                 f"EMBEDDING_PROVIDER=local produces {LOCAL_MODEL_DIMENSIONS} dimensions but VECTOR_SIZE={settings.vector_size}"
             )
-        return LocalEmbedder(settings.embed_batch_size, settings.embed_torch_threads)
+        return LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads)
     if not settings.openai_api_key:
         raise ConfigurationError("EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY")
     return OpenAIEmbedder(

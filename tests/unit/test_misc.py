@@ -131,3 +131,18 @@ def test_scoped_fetch_factor_widens_only_a_tag_scoped_vector_fetch():
     assert policy(1).fetch_size(10, scoped=True) == policy(1).fetch_size(10, scoped=False) == 40
     assert policy(2).fetch_size(10, scoped=True) == 80 and policy(2).fetch_size(10, scoped=False) == 40
     assert policy(3).fetch_size(30, scoped=True) == 200  # still capped
+
+
+def test_torch_threads_default_to_each_worker_process_share_of_the_cores_and_one_for_queries(monkeypatch):
+    import os
+
+    from api.app import query_side
+    from pipeline.config import Settings
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert Settings().resolved_embed_torch_threads == 4
+    assert Settings(worker_processes=2).resolved_embed_torch_threads == 2
+    assert Settings(worker_processes=8).resolved_embed_torch_threads == 1
+    assert Settings(embed_torch_threads=3).resolved_embed_torch_threads == 3
+    assert query_side(Settings()).resolved_embed_torch_threads == 1
+    assert query_side(Settings(embed_torch_threads=2)).resolved_embed_torch_threads == 2
