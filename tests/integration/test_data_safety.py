@@ -8,7 +8,7 @@ import sys
 import pytest
 from falkordb import FalkorDB
 
-from tests.stack import ADMIN_TOKEN, ROOT, Stack, wait_until
+from ops.bench.stack import ADMIN_TOKEN, ROOT, Stack, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.security]
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}

@@ -11,7 +11,7 @@ import pytest
 
 from tests.fake_llm import FakeLLM
 from tests.graph_helpers import stack_graph
-from tests.stack import Stack, wait_until
+from ops.bench.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from falkordb import FalkorDB
 from pipeline.enrichment.sequence import Placed, SequenceLinker
 from pipeline.graph import GraphStore
 from pipeline.records import Limits, build_new_record
-from tests.stack import _stack_counter
+from ops.bench.stack import _stack_counter
 
 pytestmark = pytest.mark.integration
 

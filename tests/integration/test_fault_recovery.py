@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from ops.redis_servers import RedisServer, free_port
-from tests.stack import ADMIN_TOKEN, Stack, wait_until
+from ops.bench.stack import ADMIN_TOKEN, Stack, wait_until
 
 pytestmark = pytest.mark.integration
 

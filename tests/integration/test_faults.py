@@ -13,7 +13,7 @@ import redis
 from ops.redis_servers import RedisServer, free_port
 from pipeline.broker import COLD_POLL_MS
 from pipeline.redelivery import redelivery_bound_s
-from tests.stack import Stack, wait_until
+from ops.bench.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
 

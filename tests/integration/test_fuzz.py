@@ -1,4 +1,4 @@
-"""Schemathesis over every route of the real service, bounded for CI (ops/fuzz.py runs it longer).
+"""Schemathesis over every route of the real service, bounded for CI (ops/bench/fuzz.py runs it longer).
 
 Its own stack: fuzzing deletes by tag, purges dead letters and starts maintenance runs,
 which must not reach the session stack other tests share.
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from ops.fuzz import fuzz, hostile_pass, seed_memories
-from tests.stack import ADMIN_TOKEN, API_TOKEN, Stack
+from ops.bench.fuzz import fuzz, hostile_pass, seed_memories
+from ops.bench.stack import ADMIN_TOKEN, API_TOKEN, Stack
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = 3  # per operation and mode (positive, negative); ops.fuzz --examples N for a long run
+EXAMPLES = 3  # per operation and mode (positive, negative); ops.bench.fuzz --examples N for a long run
 HEADERS = {"Authorization": f"Bearer {API_TOKEN}", "X-Admin-Token": ADMIN_TOKEN}
 
 

@@ -15,7 +15,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from pipeline.graph import GraphStore
 from pipeline.threads import PART_OF
-from tests.stack import ADMIN_TOKEN, API_TOKEN, Stack, wait_until
+from ops.bench.stack import ADMIN_TOKEN, API_TOKEN, Stack, wait_until
 
 pytestmark = pytest.mark.integration
 SLACK_DEV = Path("/work/shared/data/slack-dev")

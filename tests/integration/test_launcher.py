@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ops.embedded import EmbeddedService
+from ops.bench.embedded import EmbeddedService
 from ops.redis_servers import port_open
-from tests.stack import wait_until
+from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
 

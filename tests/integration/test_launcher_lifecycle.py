@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from ops.aof import STOP_MIN_INCR_BYTES, incremental_bytes
-from ops.embedded import EmbeddedService, descendants
+from ops.bench.embedded import EmbeddedService, descendants
 from ops.redis_servers import free_port, port_open
-from tests.stack import wait_until
+from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
 

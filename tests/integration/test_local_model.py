@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.stack import Stack
+from ops.bench.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -43,7 +43,7 @@ def test_paraphrased_query_finds_the_right_memory_first(local_stack):
             response = api.post("/memory", json={"content": content, "tags": ["minilm"]})
             assert response.status_code in (201, 202), response.text
             ids.append(response.json()["memory_id"])
-        from tests.stack import wait_until
+        from ops.bench.stack import wait_until
 
         wait_until(lambda: api.get("/health").json()["vector_count"] == len(MEMORIES), timeout=120, message="all embedded")
         for question, expected in PARAPHRASES:

@@ -15,7 +15,7 @@ from falkordb import FalkorDB
 from pipeline.graph import GraphStore
 from pipeline.records import MemoryRecord
 from pipeline.vectors import EdgeVectorStore, VectorPoint, vector_payload
-from tests.stack import ADMIN_TOKEN, Stack, wait_until
+from ops.bench.stack import ADMIN_TOKEN, Stack, wait_until
 
 pytestmark = pytest.mark.integration
 DIMS = 384
@@ -312,7 +312,7 @@ def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
     import subprocess
     import sys
 
-    from tests.stack import ROOT
+    from ops.bench.stack import ROOT
 
     clocks = [subprocess.Popen([sys.executable, "-m", "ops.clock"], cwd=ROOT, env=stack.env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]

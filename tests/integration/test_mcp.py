@@ -13,7 +13,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.stack import API_TOKEN, AUTH, wait_until
+from ops.bench.stack import API_TOKEN, AUTH, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ops.redis_servers import free_port
-from tests.stack import AUTH, Stack, wait_until
+from ops.bench.stack import AUTH, Stack, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -128,7 +128,7 @@ def test_dead_letters_retries_and_embedding_errors_are_counted(servers):
 
 
 def test_drift_counts_from_the_last_sync(stack, api):
-    from tests.stack import ADMIN_TOKEN
+    from ops.bench.stack import ADMIN_TOKEN
 
     run = api.post("/admin/sync", headers={"X-Admin-Token": ADMIN_TOKEN}, json={"dry_run": True})
     assert run.status_code == 200, run.text

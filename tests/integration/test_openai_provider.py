@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pipeline.embedding import HashEmbedder
-from tests.stack import Stack, wait_until
+from ops.bench.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from tests.graph_helpers import link
-from tests.stack import wait_until
+from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -356,7 +356,7 @@ def test_result_shape(api):
 
 def test_concurrent_reads_give_the_same_answer(servers):
     """RECALL_CONCURRENT_READS: sidecar beside the vector search, relations prefetched; same contract."""
-    from tests.stack import Stack
+    from ops.bench.stack import Stack
 
     stack = Stack.create(servers, recall_concurrent_reads="true", recall_access_flush_ms="50")
     try:
@@ -401,7 +401,7 @@ def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbour
     with the cosine a vector hit would have had, and, at the spec's keyword weight (the automem
     profile), its rare matching word (BM25) puts it first."""
     from pipeline.embedding import HashEmbedder
-    from tests.stack import Stack
+    from ops.bench.stack import Stack
 
     stack = Stack.create(servers, recall_profile="automem", recall_keyword_search="always",
                          search_weight_lexical="0.1", recall_keyword_source=source)
@@ -423,7 +423,7 @@ def test_keyword_only_candidate_carries_its_cosine_and_outranks_vector_neighbour
 def test_automem_profile_keyword_search_only_fills(servers):
     """RECALL_PROFILE=automem (the spec's sequential search): with the vector pool full, full text
     adds nothing; even newest first, the target (stored last) is not in the pool."""
-    from tests.stack import Stack
+    from ops.bench.stack import Stack
 
     stack = Stack.create(servers, recall_profile="automem")
     try:
@@ -453,7 +453,7 @@ def test_neighbour_of_the_best_hit_is_admitted_and_raised(servers):
     import numpy as np
 
     from pipeline.embedding import HashEmbedder
-    from tests.stack import Stack
+    from ops.bench.stack import Stack
 
     query = HashEmbedder().embed(["zebrafish adoption"])[0]
     rng = np.random.default_rng(7)
@@ -506,7 +506,7 @@ def test_turn_two_after_the_best_hit_is_lifted_by_the_far_share(servers):
     import numpy as np
 
     from pipeline.embedding import HashEmbedder
-    from tests.stack import Stack
+    from ops.bench.stack import Stack
 
     query = HashEmbedder().embed(["zebrafish adoption"])[0]
     rng = np.random.default_rng(11)

@@ -14,7 +14,7 @@ from pipeline.graph import GraphStore
 from pipeline.query import RecallEngine, RecallRequest
 from pipeline.records import Limits, build_new_record
 from tests.graph_helpers import link
-from tests.stack import Stack
+from ops.bench.stack import Stack
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from ops import deadletters
 from pipeline.broker import COLD_POLL_MS, NAMESPACE, build_broker
 from pipeline.config import Settings
 from pipeline.redelivery import redelivery_bound_s
-from tests.stack import wait_until
+from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ import pytest
 from ops.redis_servers import free_port
 from tests.graph_helpers import stack_graph
 from tests.integration.test_mcp import mcp_session
-from tests.stack import ADMIN_TOKEN
+from ops.bench.stack import ADMIN_TOKEN
 
 pytestmark = [pytest.mark.integration, pytest.mark.security]
 

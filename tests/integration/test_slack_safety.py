@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.integration.test_ingestion import SIGNING_SECRET, SlackClient, _event
-from tests.stack import ADMIN_TOKEN, wait_until
+from ops.bench.stack import ADMIN_TOKEN, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.security]
 

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from tests.stack import Stack, wait_until
+from ops.bench.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import pytest
 
 from ops.aof import compact_now, incremental_bytes
 from ops.redis_servers import RedisServer, free_port
-from tests.stack import wait_until
+from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
 

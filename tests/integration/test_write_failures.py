@@ -82,7 +82,7 @@ def test_the_middleware_marks_only_write_messages_that_failed_for_good(client):
 
 def test_a_graph_outage_past_the_retry_window_fails_writes_frees_the_backlog_and_replay_stores_them(make_stack, tmp_path):
     from ops.redis_servers import RedisServer, free_port
-    from tests.stack import ADMIN_TOKEN, wait_until
+    from ops.bench.stack import ADMIN_TOKEN, wait_until
 
     graph = RedisServer("graph", free_port(), tmp_path / "graph", with_falkordb=True)
     graph.start()

@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.stack import ADMIN_TOKEN, API_TOKEN, AUTH, wait_until
+from ops.bench.stack import ADMIN_TOKEN, API_TOKEN, AUTH, wait_until
 
 pytestmark = pytest.mark.integration
 

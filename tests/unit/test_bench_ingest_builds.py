@@ -5,7 +5,7 @@ import threading
 import time
 from types import SimpleNamespace
 
-from ops.bench_ingest import IndexBuilds
+from ops.bench.ingest import IndexBuilds
 from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 
 

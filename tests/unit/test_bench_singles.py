@@ -1,4 +1,4 @@
-from ops.bench_singles import vector_messages
+from ops.bench.singles import vector_messages
 
 
 def test_vector_messages_counts_only_the_vector_stage_across_label_sets():
@@ -17,7 +17,7 @@ def test_vector_messages_counts_only_the_vector_stage_across_label_sets():
 def test_a_variant_is_a_comma_list_of_settings():
     import pytest
 
-    from ops.bench_singles import parse_variant
+    from ops.bench.singles import parse_variant
 
     assert parse_variant("") == {}
     assert parse_variant("write_coalesce_window_ms=5, WRITE_COALESCE_MAX_WAIT_MS=30") == {

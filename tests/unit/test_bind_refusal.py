@@ -16,7 +16,7 @@ from api.bind import Bind, served_bind, unauthenticated_exposure, uvicorn_cli_bi
 from ops.redis_servers import free_port, port_open
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
-from tests.stack import ROOT
+from ops.bench.stack import ROOT
 
 pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
 

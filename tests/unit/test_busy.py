@@ -1,9 +1,9 @@
-"""ops.busy: per-process CPU sampled over a window, split at a mark."""
+"""ops.bench.busy: per-process CPU sampled over a window, split at a mark."""
 
 import os
 import time
 
-from ops.busy import BusySampler, format_report, runqueue_wait_s
+from ops.bench.busy import BusySampler, format_report, runqueue_wait_s
 
 
 def _spin(seconds: float) -> None:

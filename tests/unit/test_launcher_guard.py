@@ -11,7 +11,7 @@ import pytest
 from ops.redis_servers import free_port, port_open
 from ops.serve import public_bind_refusal
 from pipeline.config import Settings, is_loopback
-from tests.stack import ROOT
+from ops.bench.stack import ROOT
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "LOCALHOST", "::1", "[::1]"])

@@ -1,9 +1,9 @@
-"""A child's peak RSS is its own, not its parent's (ops.suite.procs.wait_measured)."""
+"""A child's peak RSS is its own, not its parent's (ops.bench.suite.procs.wait_measured)."""
 
 import subprocess
 import sys
 
-from ops.suite.procs import wait_measured
+from ops.bench.suite.procs import wait_measured
 
 MIB = 1024
 

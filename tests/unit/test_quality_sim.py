@@ -1,8 +1,8 @@
-"""ops.quality_sim: re-ranking a dumped pool from its components."""
+"""ops.bench.quality_sim: re-ranking a dumped pool from its components."""
 
 from __future__ import annotations
 
-from ops.quality_sim import rank, replay
+from ops.bench.quality_sim import rank, replay
 from pipeline.config import ScoringWeights
 
 WEIGHTS = {**ScoringWeights().model_dump(), "lexical": 0.1, "neighbour": 0.0, "time_mention": 0.0}

@@ -341,7 +341,7 @@ def test_limits_do_not_cut_what_the_spec_allows(client):
 
 
 def test_the_fuzzers_hostile_values_hold_the_case_random_generation_missed():
-    from ops.fuzz import hostile_values
+    from ops.bench.fuzz import hostile_values
 
     unbounded = [value for _, value in hostile_values({"type": "string"})]
     assert ("since " * 1200)[:7200] in unbounded  # the time_query that recursed into a 500

@@ -4,8 +4,8 @@ import json
 import os
 from pathlib import Path
 
-from ops.suite import figures, readme, render, report, sources
-from ops.suite.sections import BY_NAME, SECTIONS
+from ops.bench.suite import figures, readme, render, report, sources
+from ops.bench.suite.sections import BY_NAME, SECTIONS
 
 LATENCY = {
     "machine": {"cores": 2, "commit": "abc1234", "date": "2026-11-30"},
@@ -95,7 +95,7 @@ def _source(name: str, mtime: float) -> dict:
 
 
 def test_rebuild_keeps_the_run_of_the_same_file_and_drops_it_for_a_newer_one():
-    run = {"command": "python -m ops.bench_latency --quick", "mode": "quick", "commit": "abc1234", "duration_s": 60.0}
+    run = {"command": "python -m ops.bench.latency --quick", "mode": "quick", "commit": "abc1234", "duration_s": 60.0}
     previous = {"sections": {
         "latency": report.from_source(BY_NAME["latency"], LATENCY, _source("bench_latency.json", 1.0), run),
         "recall": report.from_source(BY_NAME["recall"], RECALL, _source("bench_recall-1.json", 1.0), run),
@@ -126,7 +126,7 @@ def _suite(sections: dict) -> dict:
 
 
 def test_render_shows_figures_ratios_and_failures():
-    run = {"command": "python -m ops.bench_ingest", "mode": "quick", "duration_s": 12.0, "load_before": [1.0, 1, 1],
+    run = {"command": "python -m ops.bench.ingest", "mode": "quick", "duration_s": 12.0, "load_before": [1.0, 1, 1],
            "load_after": [2.0, 1, 1], "commit": "abc1234"}
     sections = {
         "ingest": report.from_source(BY_NAME["ingest"], INGEST, _source("bench_ingest-1.json", 1.0), run),
@@ -153,9 +153,9 @@ def test_readme_block_replacement_keeps_the_rest():
 
 
 def test_readme_performance_block_is_the_rendered_suite_report():
-    suite = json.loads((Path(readme.ROOT) / "ops" / "results" / "suite.json").read_text())
+    suite = json.loads((Path(readme.ROOT) / "ops" / "bench" / "results" / "suite.json").read_text())
     assert readme.block(readme.README.read_text()) == render.render(suite).strip(), \
-        "run: python -m ops.suite --render-only --write-readme"
+        "run: python -m ops.bench.suite --render-only --write-readme"
 
 
 def test_every_option_the_suite_passes_is_one_its_benchmark_declares():
@@ -169,10 +169,10 @@ def test_every_option_the_suite_passes_is_one_its_benchmark_declares():
 def test_a_benchmark_that_crashes_is_a_failed_section_with_its_error(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from ops.suite import runner
+    from ops.bench.suite import runner
 
     monkeypatch.setattr(runner, "LOGS", tmp_path)
-    broken = replace(BY_NAME["recall"], module="ops.suite.no_such_benchmark", quick_args=())
+    broken = replace(BY_NAME["recall"], module="ops.bench.suite.no_such_benchmark", quick_args=())
     record = runner.run(broken, quick=True, timeout_s=60)
     assert record["status"] == "failed" and record["run"]["returncode"] == 1
     assert "exit status 1" in record["error"] and "No module named" in record["error"]

@@ -1,0 +1,163 @@
+"""Start the embedded default (``python -m ops.serve``) in a scratch dir, for fuzz and soak runs.
+
+Free ports, fresh tokens, its own data dir: it never touches a service already running on
+this machine. The launcher's own process tree is what a run measures (RSS per process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from ops.redis_servers import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class EmbeddedService:
+    env_overrides: dict[str, str] = field(default_factory=dict)
+    port: int = field(default_factory=free_port)
+    broker_port: int = field(default_factory=free_port)
+    graph_port: int = field(default_factory=free_port)
+    api_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
+    admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
+    data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mempipe-embedded-")))
+    # True: pass no tokens, as a newcomer's first `make run` does; the launcher generates them
+    # (or finds them in the data dir) and they are read back from its tokens.json.
+    tokens_from_launcher: bool = False
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_token}", "X-Admin-Token": self.admin_token}
+
+    def start(self, timeout: float = 180.0) -> None:
+        env = {
+            **os.environ,
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "REDIS_URL": f"redis://127.0.0.1:{self.broker_port}/0",
+            "FALKORDB_PORT": str(self.graph_port),
+            "MEMPIPE_DATA_DIR": str(self.data_dir),
+            "AUTOMEM_API_TOKEN": self.api_token,
+            "ADMIN_API_TOKEN": self.admin_token,
+            "WORKER_METRICS_PORT": "0",
+            "WORKER_METRICS_DIR": str(self.data_dir / "worker-metrics"),
+            "HF_HUB_OFFLINE": "1",
+            **self.env_overrides,
+        }
+        if self.tokens_from_launcher:
+            del env["AUTOMEM_API_TOKEN"], env["ADMIN_API_TOKEN"]
+        log = open(self.data_dir / "serve.log", "ab")
+        self.process = subprocess.Popen([sys.executable, "-m", "ops.serve"], cwd=ROOT, env=env, stdout=log,
+                                        stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"ops.serve exited:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).json().get("status") == "healthy":
+                    if self.tokens_from_launcher:
+                        self._read_tokens()
+                    return
+            except (httpx.HTTPError, ValueError):
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"embedded service not healthy within {timeout}s:\n{self.log_tail()}")
+
+    def _read_tokens(self) -> None:
+        tokens = json.loads((self.data_dir / "tokens.json").read_text())
+        self.api_token, self.admin_token = tokens["AUTOMEM_API_TOKEN"], tokens["ADMIN_API_TOKEN"]
+
+    def log_tail(self, chars: int = 3000) -> str:
+        path = self.data_dir / "serve.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+    def processes(self) -> dict[str, list[int]]:
+        """The launcher and its descendants, by a short name (web, worker, enricher, clock, redis)."""
+        if not self.process:
+            return {}
+        found: dict[str, list[int]] = {"serve": [self.process.pid]}
+        for pid in descendants(self.process.pid):
+            found.setdefault(self._role(pid), []).append(pid)
+        return found
+
+    def _role(self, pid: int) -> str:
+        try:
+            cmd = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return "gone"
+        if "redis-server" in cmd:
+            # redis rewrites its process title to "redis-server HOST:PORT": tell them by port
+            return "redis-graph" if f":{self.graph_port}" in cmd else "redis-broker"
+        if "uvicorn" in cmd:
+            return "web"
+        if "ops.clock" in cmd:
+            return "clock"
+        if "dramatiq" in cmd:
+            return "enricher" if cmd.rstrip().endswith(" enrich") else "worker"
+        return "other"
+
+    def stop(self, remove: bool = True) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # the launcher stops its children in order
+            try:
+                self.process.wait(90)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if remove:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> "EmbeddedService":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def rss_mb(pid: int) -> float | None:
+    try:
+        for line in (Path("/proc") / str(pid) / "status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None

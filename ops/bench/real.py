@@ -1,0 +1,242 @@
+"""Ingestion as a user meets it: real text, the local model, the shipped defaults.
+
+    python -m ops.bench.real [--exports r-contributors,houstondatavis] [--turns 1500] [--clients 8,4]
+
+Sources are the dev data in ``shared/data``: the real Slack exports of ``slack-dev`` and the
+conversation turns of ``locomo-dev`` and ``realtalk-dev`` (stored as ``ops.bench.quality``
+stores them, ``"<speaker>: <text>"``). Each phase runs on a fresh stack (real redis-server +
+FalkorDB, uvicorn owning Qdrant Edge, one worker process and the enrichment worker, as
+``make run`` starts them) with the local model and the shipped settings: the test harness's
+short heartbeat, retry and index-build intervals are put back to their defaults.
+
+- **raw model**: the local model alone embedding the same texts (one per memory), with the
+  workers' batch size and torch threads, in a process of its own, in the same run. Whatever
+  the pipeline embeds per memory beyond one text (labelled sentences, chunks) counts against
+  it: the ratio is memories per second through the pipeline over texts per second of the model.
+- **slack import**: the export through ``ops.slack_import`` (``POST /memory/batch``), from the
+  first request until every imported memory is in the graph and the vector index.
+- **singles**: the turns through ``POST /memory`` with the default ``wait`` (each client waits
+  for its 201) from N clients, until all are recallable.
+- After each phase's last write: how long until enrichment and SIMILAR_TO have nothing left.
+
+Prints one table and writes ``ops/bench/results/bench_real.json``. A 2-core machine shared with other
+work is noisy: read the ratios, which are taken within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+import redis
+
+from ops.bench import locomo
+from ops.bench.ingest import CpuMeter, _importer_with_rss, _wait_recallable
+from pipeline.config import Settings
+from ops.bench.stack import AUTH, Servers, Stack, discard_data
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "ops" / "bench" / "results"
+# What ops.bench.stack sets for fast tests, put back to what a user runs.
+SHIPPED = ("HEARTBEAT_TIMEOUT_MS", "RETRY_MIN_BACKOFF_MS", "RETRY_MAX_BACKOFF_MS", "ACTOR_MAX_RETRIES",
+           "EDGE_OPTIMIZE_INTERVAL_S")
+BACKGROUND_QUEUES = ("enrich", "similarity")
+
+
+def shipped_env() -> dict[str, str]:
+    fields = Settings.model_fields
+    return {name: str(fields[name.lower()].default) for name in SHIPPED} | {"EMBEDDING_PROVIDER": "local"}
+
+
+def slack_texts(export: Path) -> list[str]:
+    from pipeline.slack.export import SlackExport
+
+    texts: list[str] = []
+    with SlackExport(export) as slack:
+        _, conversations, _ = slack.directory()
+        for conversation in conversations:
+            texts += [m.message.get("text", "") for m in slack.messages(conversation)]
+    return [t for t in texts if t.strip()]
+
+
+def conversation_turns(limit: int) -> list[dict]:
+    """Turns of locomo-dev and realtalk-dev alternately by conversation, ``limit`` in all."""
+    turns: list[dict] = []
+    for corpus in ("realtalk-dev", "locomo-dev"):
+        for name, data in locomo.load(DATA / corpus):
+            turns += list(locomo.turns(f"{corpus}-{name}", data))
+    return turns[:limit]
+
+
+def raw_model_rate(texts: list[str], settings: Settings) -> dict:
+    """The model alone, in a child process (torch never loads into this one): with one torch
+    thread, the workers' count and every usable core; the fastest is the model's rate, the
+    budget the pipeline is held to."""
+    runs = [_raw_model_run(texts, settings.embed_batch_size, threads)
+            for threads in sorted({settings.resolved_embed_torch_threads, 1, len(os.sched_getaffinity(0))})]
+    best = max(runs, key=lambda run: run["rate"])
+    return {**best, "runs": runs}
+
+
+def _raw_model_run(texts: list[str], batch_size: int, torch_threads: int) -> dict:
+    code = ("import json, sys, time; from pipeline.embedding import LocalEmbedder\n"
+            "texts, batch, threads = json.loads(sys.stdin.read())\n"
+            "e = LocalEmbedder(batch_size=batch, torch_threads=threads); e.embed(texts[:batch])\n"
+            "t, c = time.monotonic(), time.process_time()\n"
+            "for i in range(0, len(texts), batch): e.embed(texts[i:i + batch])\n"
+            "t, c = time.monotonic() - t, time.process_time() - c\n"
+            "print(json.dumps({'texts': len(texts), 'seconds': round(t, 2), 'rate': round(len(texts) / t, 1),"
+            " 'cpu_ms_per_text': round(c * 1000 / len(texts), 2), 'torch_threads': threads}))")
+    payload = json.dumps([texts, batch_size, torch_threads])
+    result = subprocess.run([sys.executable, "-c", code], input=payload, cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def wait_background_done(stack: Stack, timeout: float) -> float:
+    """Seconds until enrichment and SIMILAR_TO hold no message (queued, delayed or in work)."""
+    broker = redis.Redis.from_url(stack.redis_url)
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if all(broker.hlen(f"mempipe:{q}{suffix}.msgs") == 0 for q in BACKGROUND_QUEUES for suffix in ("", ".DQ")):
+            break
+        time.sleep(0.2)
+    return round(time.monotonic() - started, 1)
+
+
+class RealStack:
+    """A fresh stack as ``make run`` lays it out, booted and warmed up (the model loaded)."""
+
+    def __init__(self, servers: Servers, overrides: dict[str, str] | None = None):
+        self.servers = servers
+        self.stack = Stack.create(servers, **shipped_env(), **(overrides or {}))
+
+    def __enter__(self) -> Stack:
+        self.stack.start_web(timeout=180)
+        self.stack.start_worker(processes=1, threads=Settings.model_fields["worker_threads"].default,
+                                queues=["persist", "embed", "maintenance"])
+        self.stack.start_enrich_worker()
+        with self.stack.client(timeout=180) as api:
+            assert api.post("/memory", json={"content": "warm-up"}).status_code == 201
+        return self.stack
+
+    def __exit__(self, *exc) -> None:
+        self.stack.stop()
+        if exc[0] is None:
+            discard_data(self.stack)
+
+
+def bench_import(servers: Servers, export: Path, timeout: float, overrides: dict[str, str]) -> dict:
+    with RealStack(servers, overrides) as stack:
+        meter = CpuMeter(stack, servers)
+        started = time.monotonic()
+        summary, _, _ = _importer_with_rss(stack, export)
+        accepted = time.monotonic()
+        done = _wait_recallable(stack, summary["imported"] + 1, timeout)
+        cpu = meter.per_memory_ms(summary["imported"])
+        background = wait_background_done(stack, timeout)
+        imported = summary["imported"]
+        return {"memories": imported, "accept_s": round(accepted - started, 1), "end_to_end_s": round(done - started, 1),
+                "rate": round(imported / (done - started), 1), "cpu_ms_per_memory": cpu,
+                "background_after_recallable_s": round(background, 1),
+                "background_after_last_write_s": round(done + background - accepted, 1)}
+
+
+def bench_singles(servers: Servers, turns: list[dict], clients: int, timeout: float, overrides: dict[str, str]) -> dict:
+    local = threading.local()
+    headers = {**AUTH, "Content-Type": "application/json"}
+    latencies: list[float] = []
+
+    def write(body: dict) -> int:
+        if not hasattr(local, "conn"):
+            local.conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=120)
+        sent = time.monotonic()
+        local.conn.request("POST", "/memory", body=orjson.dumps(body), headers=headers)
+        response = local.conn.getresponse()
+        response.read()
+        latencies.append(time.monotonic() - sent)
+        return response.status
+
+    with RealStack(servers, overrides) as stack:
+        meter = CpuMeter(stack, servers)
+        started = time.monotonic()
+        with ThreadPoolExecutor(clients) as pool:
+            codes = list(pool.map(write, turns))
+        answered = time.monotonic()
+        stored = sum(1 for c in codes if c in (201, 202))
+        done = _wait_recallable(stack, stored + 1, timeout)
+        cpu = meter.per_memory_ms(stored)
+        background = wait_background_done(stack, timeout)
+        latencies.sort()
+        return {"clients": clients, "memories": stored, "status_201": sum(1 for c in codes if c == 201),
+                "refused": len(codes) - stored, "end_to_end_s": round(done - started, 1),
+                "rate": round(stored / (done - started), 1), "cpu_ms_per_memory": cpu,
+                "write_p50_ms": round(latencies[len(latencies) // 2] * 1000, 1),
+                "write_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 1),
+                "background_after_last_write_s": round(done + background - answered, 1)}
+
+
+def render(report: dict) -> str:
+    lines = ["| phase | settings | memories | raw model /s | pipeline /s | ratio | CPU ms/memory | enrich+similar after last write |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in report["rows"]:
+        raw = row["raw_model"]["rate"]
+        lines.append(f"| {row['phase']} | {row['settings']} | {row['memories']} | {raw} | {row['rate']} | {row['rate'] / raw:.0%} "
+                     f"| {row['cpu_ms_per_memory']['total']} | {row['background_after_last_write_s']} s |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.bench.real", description=__doc__.splitlines()[0])
+    parser.add_argument("--exports", default="r-contributors,houstondatavis", help="folders of shared/data/slack-dev")
+    parser.add_argument("--turns", type=int, default=1500, help="conversation turns for the single writes")
+    parser.add_argument("--clients", default="8,4")
+    parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE,...",
+                        help="settings compared with the shipped ones, each phase alternating (repeatable)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "bench_real.json")
+    args = parser.parse_args(argv)
+    variants = [("shipped", {})] + [(text, dict(pair.split("=", 1) for pair in text.split(","))) for text in args.variant]
+
+    settings = Settings()
+    report = {"started": datetime.now(timezone.utc).isoformat(), "load_before": os.getloadavg()[0], "rows": []}
+    servers = Servers.start(Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-real-{os.getpid()}")
+    try:
+        for name in filter(None, args.exports.split(",")):
+            export = DATA / "slack-dev" / name
+            raw = raw_model_rate(slack_texts(export), settings)
+            for label, overrides in variants:
+                row = {"phase": f"slack import {name}", "settings": label, "raw_model": raw,
+                       **bench_import(servers, export, args.timeout, overrides)}
+                report["rows"].append(row)
+                print(f"... {row['phase']} ({label}): {row['rate']}/s, model {raw['rate']}/s", file=sys.stderr, flush=True)
+        turns = conversation_turns(args.turns)
+        raw = raw_model_rate([t["content"] for t in turns], settings)
+        for clients in (int(c) for c in filter(None, args.clients.split(","))):
+            for label, overrides in variants:
+                row = {"phase": f"single POST /memory, {clients} clients", "settings": label, "raw_model": raw,
+                       **bench_singles(servers, turns, clients, args.timeout, overrides)}
+                report["rows"].append(row)
+                print(f"... {row['phase']} ({label}): {row['rate']}/s, model {raw['rate']}/s", file=sys.stderr, flush=True)
+    finally:
+        servers.stop()
+    report["load_after"] = os.getloadavg()[0]
+    print(render(report))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""suite.json → the markdown tables of the README's Performance section (pure functions)."""
+
+from __future__ import annotations
+
+from ops.bench.suite.figures import RECALL_SCENARIOS
+from ops.bench.suite.sections import SECTIONS
+
+
+def num(value, digits: int = 1) -> str:
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def times(value) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def measured(suite: dict) -> tuple[str, str]:
+    """(dates, commits) the sections were measured on: a report can join separate runs."""
+    records = [r for r in suite.get("sections", {}).values() if r.get("status") == "ok"]
+    dates = sorted({(r.get("source") or {}).get("date", "")[:10] for r in records} - {""})
+    commits = sorted({(r.get("source") or {}).get("commit") or (r.get("run") or {}).get("commit") for r in records} - {None})
+    when = (dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}") if dates else suite.get("generated_at", "")[:10]
+    which = ", ".join(f"`{c}`" for c in commits) if commits else f"`{suite.get('commit')}`"
+    return when, which
+
+
+def header(suite: dict) -> str:
+    m = suite.get("machine", {})
+    when, commits = measured(suite)
+    runs = [r.get("run") or {} for r in suite.get("sections", {}).values() if r.get("status") == "ok"]
+    dirty = " (with uncommitted changes)" if any(run.get("dirty") for run in runs) else ""
+    mode = {"quick": "**quick run** (small sizes: its absolute figures are not comparable with a full run's)",
+            "full": "full run"}.get(suite.get("mode"), "sections from separate runs (see each section)")
+    loads = [run[key][0] for run in runs for key in ("load_before", "load_after") if run.get(key)]
+    # On a shared machine the load explains more of the absolute figures than the code does.
+    busy = f" (load average {num(min(loads), 1)}–{num(max(loads), 1)} around the sections)" if loads else ""
+    return (f"Measured {when} on {m.get('cores')} cores{busy}, {num(m.get('ram_gib'))} GiB RAM "
+            f"({m.get('cpu')}, {m.get('platform')}, Python {m.get('python')}), commit {commits}{dirty}; "
+            f"{mode}. Figures that depend on the machine come with ratios that do not.")
+
+
+def provenance(record: dict) -> str:
+    run, source = record.get("run") or {}, record.get("source") or {}
+    parts = []
+    if run.get("command"):
+        parts += [f"`{run['command']}`", run.get("mode", "")]
+    if source:
+        stamp = source.get("date", "")[:16].replace("T", " ") + " UTC"
+        if source.get("date_from") == "file mtime":
+            stamp += " (file mtime: the JSON carries no date)"
+        parts.append(f"`ops/bench/results/{source.get('file')}` of {stamp}")
+        dirty = " with uncommitted changes" if run.get("dirty") else ""
+        parts.append(f"commit `{source.get('commit') or run.get('commit') or 'unknown'}`{dirty}")
+    if run.get("duration_s") is not None:
+        parts.append(f"{num(run['duration_s'])} s")
+    if run.get("load_before"):
+        parts.append(f"load {num(run['load_before'][0], 2)} → {num((run.get('load_after') or [None])[0], 2)}")
+    parts = [p for p in parts if p]
+    return "_" + " · ".join(parts) + "_" if parts else ""
+
+
+def ingest(f: dict, ratios: dict) -> list[str]:
+    lines = ["| provider | path | memories | 1 worker /s | 2 workers /s | 2 ÷ 1 | ÷ raw model (1 / 2 workers) |",
+             "|---|---|---|---|---|---|---|"]
+    by = {(r["provider"], r["workers"]): r for r in f.get("rows", [])}
+    for provider in sorted({p for p, _ in by}):
+        one, two = by.get((provider, 1), {}), by.get((provider, 2), {})
+        raw = "–"
+        if provider == "local":
+            raw = " / ".join(times(ratios.get(f"local_batch_{w}_workers_over_raw_model")) for w in (1, 2))
+        lines.append(f"| {provider} | batch (Slack export, `POST /memory/batch`) | {num(one.get('batch_messages') or two.get('batch_messages'))} "
+                     f"| {num(one.get('batch_rate'))} | {num(two.get('batch_rate'))} "
+                     f"| {times(ratios.get(f'{provider}_batch_2_over_1_workers'))} | {raw} |")
+        if one.get("single_rate") is not None or two.get("single_rate") is not None:
+            lines.append(f"| {provider} | single `POST /memory`, 8 clients | {num(one.get('single_writes') or two.get('single_writes'))} "
+                         f"| {num(one.get('single_rate'))} | {num(two.get('single_rate'))} "
+                         f"| {times(ratios.get(f'{provider}_single_2_over_1_workers'))} | – |")
+    rss = " / ".join(num(r.get("importer_peak_rss_mib")) for r in f.get("rows", [])) + " MiB"
+    if f.get("importer_rss_small_mib") is not None:
+        rss += f" (and {num(f['importer_rss_small_mib'])} MiB importing {num(f.get('importer_rss_small_messages'))} messages)"
+    per_row = [num(r["raw_model_rate"]) for r in f.get("rows", []) if r.get("raw_model_rate") is not None]
+    raw_rate = " / ".join(per_row) if per_row else num(f.get("raw_model_rate"))
+    lines += ["", f"Raw embedding rate of the local model (all-MiniLM-L6-v2, same texts, same machine, "
+                  f"in a process of its own with no pipeline running, measured beside each local row): **{raw_rate}/s** "
+                  f"over {num(f.get('raw_model_texts'))} texts. Importer peak RSS per row: {rss}."]
+    return lines
+
+
+def latency(f: dict, ratios: dict) -> list[str]:
+    idle = f.get("idle", {})
+    lines = ["| waiting `POST /memory`, one at a time | p50 ms | p95 ms | p99 ms | max ms | answered 201 (recallable) |",
+             "|---|---|---|---|---|---|",
+             f"| {num(idle.get('samples'))} writes, hash provider | {num(idle.get('p50_ms'))} | {num(idle.get('p95_ms'))} "
+             f"| **{num(idle.get('p99_ms'))}** | {num(idle.get('max_ms'))} | {num(idle.get('recallable_201'))} |"]
+    rows = {r["workers"]: r for r in f.get("single_writes", [])}
+    if rows:
+        first = next(iter(rows.values()))
+        lines += ["", f"Sustained single writes ({num(first.get('writes'))} fire-and-forget, {first.get('clients')} clients, "
+                      f"{first.get('provider')} provider), recallable/s: "
+                      + ", ".join(f"{w} worker{'s' if w != 1 else ''} {num(r.get('recallable_per_s'))}" for w, r in sorted(rows.items()))
+                      + f" (2 ÷ 1: {times(ratios.get('single_writes_2_over_1_workers'))})."]
+    return lines
+
+
+def recall(f: dict, ratios: dict) -> list[str]:
+    lines = ["| memories | scenario | server p50 / p95 / p99 ms | client p50 / p95 / p99 ms |", "|---|---|---|---|"]
+    sizes = list(f.get("sizes", {}))
+    for size in sizes:
+        for name, r in f["sizes"][size].items():
+            server = " / ".join(num(r.get(f"server_{p}")) for p in ("p50", "p95", "p99"))
+            client = " / ".join(num(r.get(f"client_{p}")) for p in ("p50", "p95", "p99"))
+            lines.append(f"| {num(int(size))} | {RECALL_SCENARIOS.get(name, name)} | {server} | {client} |")
+    if len(sizes) >= 2:
+        small, large = sizes[0], sizes[-1]
+        growth = ", ".join(f"{RECALL_SCENARIOS.get(name, name)} {times(ratios.get(f'{name}_server_p50_{large}_over_{small}'))}"
+                           for name in f["sizes"][large])
+        lines += ["", f"{num(int(large))} ÷ {num(int(small))} memories (server p50): {growth}. "
+                      f"{num(f.get('queries'))} queries per scenario, limit 10, hash embeddings passed in."]
+    return lines
+
+
+def maintenance(f: dict, _ratios: dict) -> list[str]:
+    lines = [f"Over {num(f.get('memories'))} memories (page {num(f.get('page_size'))}; loaded in {num(f.get('load_s'))} s):", "",
+             "| cycle | seconds | memories/s | peak RSS MB |", "|---|---|---|---|"]
+    for c in f.get("cycles", []):
+        lines.append(f"| {c.get('cycle')} | {num(c.get('seconds'))} | {num(c.get('memories_per_s'))} | {num(c.get('peak_rss_mb'))} |")
+    return lines
+
+
+QUALITY_METRICS = ("recall@1", "recall@5", "recall@10", "hit@5", "mrr")
+
+
+def quality(f: dict, _ratios: dict) -> list[str]:
+    lines = ["| category | questions | recall@1 | recall@5 | recall@10 | hit@5 | MRR |", "|---|---|---|---|---|---|---|"]
+    summary = f.get("summary", {})
+    for name in [n for n in summary if n != "overall"] + (["overall"] if "overall" in summary else []):
+        row = summary[name]
+        label = f"**{name}**" if name == "overall" else name
+        lines.append(f"| {label} | {num(row.get('questions'))} | " + " | ".join(num(row.get(m), 3) for m in QUALITY_METRICS) + " |")
+    settings = ", ".join(f"`{k}={v}`" for k, v in (f.get("settings") or {}).items())
+    lines += ["", f"{num(f.get('conversations'))} conversation(s), {num(f.get('memories'))} turns written through the API "
+                  f"in {num(f.get('ingest_seconds'))} s, {num(f.get('questions'))} questions recalled scoped to their "
+                  f"conversation, mean {num(f.get('mean_recall_ms'))} ms each; {f.get('provider')} provider"
+                  + (f", {settings}" if settings else "") + "."]
+    return lines
+
+
+def enrich(f: dict, _ratios: dict) -> list[str]:
+    runs = f.get("runs", [])
+    with_cpu = any(r.get("cpu_ms_per_memory") is not None for r in runs)  # older results have rates only
+    if with_cpu:
+        lines = ["| configuration | memories | memories/s | CPU ms per memory | idle bound /s |", "|---|---|---|---|---|"]
+    else:
+        lines = ["| entities | memories | memories/s |", "|---|---|---|"]
+    for r in runs:
+        row = f"| {r.get('label') or r.get('entities')} | {num(r.get('memories'))} | {num(r.get('memories_per_s'))} |"
+        if with_cpu:
+            row += f" {num(r.get('cpu_ms_per_memory'), 2)} | {num(r.get('idle_bound_per_s'))} |"
+        lines.append(row)
+    ner = f"spaCy NER alone on the same texts: {num(f.get('ner_alone_per_s'))}/s"
+    if f.get("ner_alone_cpu_ms") is not None:
+        ner += f", {num(f.get('ner_alone_cpu_ms'), 2)} ms CPU per memory"
+    lines += ["", ner + f" (1 worker process × {f.get('threads')} threads, pattern classifier"
+              + ("; CPU = worker + graph + broker; idle bound = what that CPU allows on idle cores, one worker process)."
+                 if with_cpu else ").")]
+    return lines
+
+
+def rss(f: dict, _ratios: dict) -> list[str]:
+    lines = ["| process | count | peak RSS MiB (largest) | peak RSS MiB (sum) |", "|---|---|---|---|"]
+    for name, p in (f.get("processes") or {}).items():
+        lines.append(f"| {name} | {num(p.get('count'))} | {num(p.get('peak_rss_mib_max'))} | {num(p.get('peak_rss_mib_sum'))} |")
+    load = f.get("load") or {}
+    if load:
+        lines += ["", f"`python -m ops.serve` (the embedded default, {f.get('provider')} provider) under a short mixed load: "
+                      + ", ".join(f"{k.replace('_', ' ')}: {num(v)}" for k, v in load.items())
+                      + ". Peak = each process's high-water mark (VmHWM)."]
+    return lines
+
+
+TABLES = {"latency": latency, "ingest": ingest, "recall": recall, "maintenance": maintenance,
+          "quality": quality, "enrich": enrich, "rss": rss}
+
+
+def error_summary(error: str | None) -> str:
+    """The first line of an error and, for a crashed benchmark, the last line it printed."""
+    lines = [line.strip() for line in (error or "").strip().splitlines() if line.strip()]
+    if not lines:
+        return "no detail"
+    return lines[0] if len(lines) == 1 else f"{lines[0]} … {lines[-1]}"
+
+
+def section(name: str, record: dict) -> list[str]:
+    lines = [f"### {record.get('title', name)}", ""]
+    if record.get("status") == "ok":
+        lines += TABLES[name](record.get("figures", {}), record.get("ratios", {}))
+    else:
+        lines.append(f"**{record.get('status')}**: {_cell(error_summary(record.get('error')))}")
+    line = provenance(record)
+    return lines + (["", line] if line else [])
+
+
+def render(suite: dict) -> str:
+    lines = [header(suite)]
+    records = suite.get("sections", {})
+    for s in SECTIONS:
+        if s.name in records:
+            lines += [""] + section(s.name, records[s.name])
+    return "\n".join(lines)
+
+
+def document(suite: dict) -> str:
+    """ops/bench/results/suite.md: the same tables under a title."""
+    return f"# mempipe benchmark suite\n\n{render(suite)}\n"
