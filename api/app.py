@@ -61,13 +61,13 @@ def query_side(settings: Settings) -> Settings:
 
 
 def _actor_enqueuers(services: Services) -> Enqueuers:
-    from pipeline.actors import enrich, maintenance, persist, relations
+    from pipeline.actors import access, enrich, persist, relations
 
     return Enqueuers(
         persist=persist.persist_memories.send,
         update=persist.update_memory.send,
         delete=persist.delete_memories.send,
-        access=maintenance.record_access.send,
+        access=access.record_access.send,
         link=relations.link_memories.send,
         enrich=lambda ids: enrich.queue_enrichment(services, ids),
     )

@@ -11,7 +11,7 @@ from typing import Any, Callable, TypeVar
 
 import redis
 
-from pipeline.collections import CollectionRegistry, CollectionSpec
+from pipeline.vector_collections import CollectionRegistry, CollectionSpec
 from pipeline.config import Settings
 from pipeline.embedding import Embedder, build_embedder
 from pipeline.enrichment.entities import EntityExtractor

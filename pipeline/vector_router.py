@@ -4,7 +4,7 @@ Reads (search, scroll, retrieve, counts) go to the live collection. Deletes and 
 changes go to every writable collection (live and, during a dimension migration, its target),
 so the target never keeps a point or a payload the live one has lost. Upserts carry vectors
 of one size, so they go to the live collection here; the vector stage writes a migration's
-target itself, with the vectors embedded for it (see ``pipeline.actors.index``).
+target itself, with the vectors embedded for it (see ``pipeline.actors.vectors``).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ async def delete_by_tag(
     tag_mode: ModeParam = "any",
     tag_match: MatchParam = "exact",
 ):
-    from pipeline.actors.index import drop_vectors
+    from pipeline.actors.vectors import drop_vectors
 
     settings = services.settings
     tag_filter = _tag_filter(tags, tag_mode, tag_match, settings.recall_max_list_items, settings.max_tag_length)

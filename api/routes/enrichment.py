@@ -14,7 +14,7 @@ from api.responses import ORJSONResponse
 from api.routes.recall import list_param
 from api.writes import WritePath
 from pipeline.broker import ENRICH_QUEUE, NAMESPACE, held_messages_key
-from pipeline.edges import existing_ids
+from pipeline.relationships import existing_ids
 from pipeline.errors import ValidationError
 from pipeline.services import Services
 

@@ -16,7 +16,7 @@ from api.responses import ORJSONResponse
 from api.routes.recall import list_param
 from api.writes import WritePath
 from pipeline.associations import Association, ItemError, is_batch, parse_association, parse_batch
-from pipeline.edges import existing_ids, related
+from pipeline.relationships import existing_ids, related
 from pipeline.errors import NotFound, ValidationError
 from pipeline.relations import DEFAULT_EXPAND_TYPES, known_types
 from pipeline.services import Services

@@ -13,6 +13,6 @@ configure_logging(get_settings(), role="worker")  # no-op in the web process, wh
 broker = install_broker(get_settings())
 broker.services = Services(get_settings())
 
-from pipeline.actors import consolidate, embed, enrich, index, maintenance, persist, relations, similarity  # noqa: E402,I001  (actors bind to the broker above)
+from pipeline.actors import access, consolidate, embed, enrich, persist, relations, similarity, vectors  # noqa: E402,I001  (actors bind to the broker above)
 
-__all__ = ["broker", "consolidate", "embed", "enrich", "index", "maintenance", "persist", "relations", "similarity"]
+__all__ = ["access", "broker", "consolidate", "embed", "enrich", "persist", "relations", "similarity", "vectors"]

@@ -32,7 +32,7 @@ class ActorOutbox:
         apply_payload_patches.send(payloads)
 
     def drop_vectors(self, memory_ids: list[str]) -> None:
-        from pipeline.actors.index import drop_vectors
+        from pipeline.actors.vectors import drop_vectors
 
         drop_vectors.send(memory_ids)
 
@@ -43,7 +43,7 @@ class ActorOutbox:
         send_embed_work(items, services().settings.embed_batch_size)
 
     def index(self, items: list[dict[str, Any]]) -> None:
-        from pipeline.actors.index import index_vectors
+        from pipeline.actors.vectors import index_vectors
 
         index_vectors.send(items)
 

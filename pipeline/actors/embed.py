@@ -47,7 +47,7 @@ def embed_memories(items: list[dict[str, Any]]) -> None:
 
 
 def _embed(svc, items: list[dict[str, Any]]) -> None:
-    from pipeline.actors.index import index_vectors
+    from pipeline.actors.vectors import index_vectors
 
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
     settle_outstanding(svc.broker_redis, [i for i in items if i["id"] in skipped])

@@ -48,7 +48,7 @@ def queue_enrichment(svc: Services, memory_ids: list[str]) -> None:
 
 
 def build_enricher(svc: Services) -> Enricher:
-    from pipeline.actors.index import refresh_vector_payloads
+    from pipeline.actors.vectors import refresh_vector_payloads
 
     s = svc.settings
     chat = svc.chat

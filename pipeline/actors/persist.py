@@ -54,7 +54,7 @@ def persist_memories(records: list[dict[str, Any]]) -> None:
 
 def _persist(svc, records: list[dict[str, Any]]) -> None:
     from pipeline.actors.embed import send_embed_work
-    from pipeline.actors.index import index_vectors
+    from pipeline.actors.vectors import index_vectors
 
     skipped = svc.tracker.tombstoned([r["id"] for r in records])
     batch = [_with_type(MemoryRecord.from_message(r)) for r in records if r["id"] not in skipped]
@@ -81,7 +81,7 @@ def _persist(svc, records: list[dict[str, Any]]) -> None:
 @dramatiq.actor(queue_name=PERSIST_QUEUE)
 def update_memory(memory_id: str, changes: dict[str, Any]) -> None:
     from pipeline.actors.embed import embed_memories
-    from pipeline.actors.index import index_vectors, update_vector_payload
+    from pipeline.actors.vectors import index_vectors, update_vector_payload
 
     svc = services()
     if svc.tracker.tombstoned([memory_id]):
@@ -114,7 +114,7 @@ def update_memory(memory_id: str, changes: dict[str, Any]) -> None:
 
 @dramatiq.actor(queue_name=PERSIST_QUEUE)
 def delete_memories(memory_ids: list[str]) -> None:
-    from pipeline.actors.index import drop_vectors
+    from pipeline.actors.vectors import drop_vectors
 
     svc = services()
     store_call(svc.graph.delete_memories)(memory_ids)

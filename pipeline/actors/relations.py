@@ -14,7 +14,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import PERSIST_QUEUE
-from pipeline.edges import Link, merge_links
+from pipeline.relationships import Link, merge_links
 from pipeline.relations import BY_NAME
 from pipeline.resilience import store_call
 

@@ -17,7 +17,7 @@ import dramatiq
 from pipeline.actors.context import services
 from pipeline.background import wait_for_quiet_writes
 from pipeline.broker import SIMILARITY_QUEUE
-from pipeline.edges import Link, merge_links
+from pipeline.relationships import Link, merge_links
 from pipeline.relations import BY_NAME
 from pipeline.packing import vector_of
 from pipeline.resilience import store_call

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import orjson
 
-from pipeline.edges import Link, merge_links
+from pipeline.relationships import Link, merge_links
 from pipeline.enrichment.classifier import TypeClassifier, TypeResult
 from pipeline.enrichment.entities import EntityExtractor
 from pipeline.enrichment.scopes import content_fingerprint, scope_tags

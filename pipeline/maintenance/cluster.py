@@ -25,7 +25,7 @@ import numpy as np
 
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, VECTORS, Phase, RunContext, StepResult
-from pipeline.maintenance.edges import link_pattern_members
+from pipeline.maintenance.relationships import link_pattern_members
 from pipeline.maintenance.runs import state_key
 from pipeline.query.keywords import extract_keywords
 from pipeline.records import MemoryRecord, iso

@@ -14,7 +14,7 @@ import orjson
 
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import VECTORS, Phase, RunContext, StepResult
-from pipeline.maintenance.edges import link_discovered
+from pipeline.maintenance.relationships import link_discovered
 from pipeline.maintenance.runs import state_key
 from pipeline.records import iso
 from pipeline.resilience import store_call

@@ -54,7 +54,7 @@ def test_partial_updates_of_a_covered_pair_merge_with_the_stored_payload():
 def test_the_persist_stage_packs_edge_payloads_that_the_vector_stage_writes_as_they_are():
     import orjson
 
-    from pipeline.actors.index import _payload
+    from pipeline.actors.vectors import _payload
     from pipeline.actors.persist import vector_work_item
     from pipeline.edge_payload import PackedPayload
     from pipeline.records import point_id_for

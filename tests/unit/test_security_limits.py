@@ -28,7 +28,7 @@ from api.mcp.rest import RestClient
 from api.mcp.server import McpEndpoint
 from pipeline import shard_lock
 from pipeline.config import Settings
-from pipeline.edges import related
+from pipeline.relationships import related
 from pipeline.graph import GraphQueryTimeout, GraphStore
 from pipeline.limits import BACKGROUND_QUERY_TIMEOUT_MS, FULLTEXT_MAX_TERMS, HINT_MAX_CHARS, TIME_QUERY_MAX_CHARS
 from pipeline.query.graph_reads import neighbours

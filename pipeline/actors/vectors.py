@@ -17,7 +17,7 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import VECTORS_QUEUE
-from pipeline.collections import CollectionSpec, CollectionState
+from pipeline.vector_collections import CollectionSpec, CollectionState
 from pipeline.drain import drain_bound, draining
 from pipeline.maintenance.migrate import MIGRATE_OP, settle_outstanding
 from pipeline.packing import pack_vector, unpack_vector_f32, vector_of
