@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 from pathlib import Path
 
 from ops.bench.suite import figures, readme, render, report, sources
@@ -152,10 +153,19 @@ def test_readme_block_replacement_keeps_the_rest():
     assert readme.block(replaced) == "new table" and replaced.startswith("intro\n") and replaced.endswith("outro\n")
 
 
-def test_readme_performance_block_is_the_rendered_suite_report():
+def test_benchmarks_page_and_readme_summary_are_the_rendered_suite_report():
     suite = json.loads((Path(readme.ROOT) / "ops" / "bench" / "results" / "suite.json").read_text())
-    assert readme.block(readme.README.read_text()) == render.render(suite).strip(), \
-        "run: python -m ops.bench.suite --render-only --write-readme"
+    fix = "run: python -m ops.bench.suite --render-only --write-docs"
+    assert readme.block(readme.REPORT.read_text()) == render.render(suite).strip(), fix
+    summary = readme.block(readme.README.read_text(), readme.SUMMARY_BEGIN, readme.SUMMARY_END)
+    assert summary == render.summary(suite).strip(), fix
+
+
+def test_readme_summary_links_every_section_to_its_heading_in_the_report():
+    suite = json.loads((Path(readme.ROOT) / "ops" / "bench" / "results" / "suite.json").read_text())
+    headings = {render._anchor(line[4:]) for line in render.render(suite).splitlines() if line.startswith("### ")}
+    linked = re.findall(r"\(docs/benchmarks\.md#([^)]+)\)", render.summary(suite))
+    assert linked and set(linked) <= headings
 
 
 def test_every_option_the_suite_passes_is_one_its_benchmark_declares():

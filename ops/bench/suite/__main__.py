@@ -1,4 +1,4 @@
-"""python -m ops.bench.suite [--quick] [--only section,...] [--render-only] [--write-readme]"""
+"""python -m ops.bench.suite [--quick] [--only section,...] [--render-only] [--write-docs]"""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help=f"comma list of sections: {','.join(BY_NAME)}")
     parser.add_argument("--render-only", action="store_true",
                         help="run nothing: rebuild suite.json/suite.md from the JSON already in ops/bench/results/")
-    parser.add_argument("--write-readme", action="store_true", help="also rewrite the README's Performance block")
+    parser.add_argument("--write-docs", "--write-readme", dest="write_docs", action="store_true",
+                        help="also rewrite docs/benchmarks.md's tables and the README's summary")
     parser.add_argument("--timeout", type=int, help="seconds allowed per section (default: per section)")
     args = parser.parse_args(argv)
     only = [n for n in (args.only or "").split(",") if n]
@@ -52,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
             sections[section.name] = runner.run(section, args.quick, args.timeout)
             _write(sections)  # after each section: a crash later loses nothing
     suite = _write(sections)
-    if args.write_readme:
-        readme.write(render.render(suite))
+    if args.write_docs:
+        readme.write(suite)
     print(render.document(suite))
     failed = [name for name, s in sections.items() if s["status"] == "failed"]
     if failed:

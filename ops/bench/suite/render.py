@@ -222,3 +222,62 @@ def render(suite: dict) -> str:
 def document(suite: dict) -> str:
     """ops/bench/results/suite.md: the same tables under a title."""
     return f"# mempipe benchmark suite\n\n{render(suite)}\n"
+
+
+def _anchor(title: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens."""
+    kept = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -_")
+    return kept.replace(" ", "-")
+
+
+def _headline(name: str, f: dict, ratios: dict) -> str:
+    """The one figure of a section a newcomer asks about first."""
+    if name == "ingest":
+        rows = {(r["provider"], r["workers"]): r for r in f.get("rows", [])}
+        hash_batch, local = rows.get(("hash", 1), {}), rows.get(("local", 1), {})
+        return (f"generated Slack export, 1 worker: batch {num(hash_batch.get('batch_rate'))}/s with the hash embedder, "
+                f"single `POST /memory` × 8 clients {num(hash_batch.get('single_rate'))}/s; with the local model "
+                f"{num(local.get('batch_rate'))}/s = {times(ratios.get('local_batch_1_workers_over_raw_model'))} the model's own rate")
+    if name == "latency":
+        idle = f.get("idle", {})
+        return f"waiting `POST /memory` answered `201` (recallable): p50 {num(idle.get('p50_ms'))} ms, p99 {num(idle.get('p99_ms'))} ms"
+    if name == "recall":
+        sizes = f.get("sizes", {})
+        largest = max(sizes, key=int) if sizes else None
+        scenarios = sizes.get(largest, {}) if largest else {}
+        parts = [f"{RECALL_SCENARIOS.get(n, n)} p50 {num(r.get('server_p50'))} / p95 {num(r.get('server_p95'))} ms"
+                 for n, r in list(scenarios.items())[:2]]  # plain and tag-scoped come first
+        return f"at {num(int(largest)) if largest else '–'} memories, server: " + ", ".join(parts)
+    if name == "maintenance":
+        cycles = ", ".join(f"{c.get('cycle')} {num(c.get('seconds'))} s" for c in f.get("cycles", []))
+        return f"over {num(f.get('memories'))} memories: {cycles}"
+    if name == "quality":
+        overall = (f.get("summary") or {}).get("overall", {})
+        return (f"evidence recall@5 {num(overall.get('recall@5'), 3)}, recall@10 {num(overall.get('recall@10'), 3)}, "
+                f"MRR {num(overall.get('mrr'), 3)} ({num(f.get('questions'))} questions)")
+    if name == "enrich":
+        runs = f.get("runs", [])
+        return ", ".join(f"{r.get('label') or r.get('entities')} {num(r.get('memories_per_s'))}/s" for r in runs)
+    if name == "rss":
+        return ", ".join(f"{n} {num(p.get('peak_rss_mib_max'))} MiB" for n, p in (f.get("processes") or {}).items())
+    return ""
+
+
+def summary(suite: dict, report_link: str = "docs/benchmarks.md") -> str:
+    """The README's short table: one headline per section, linking to the full report."""
+    when, commits = measured(suite)
+    lines = [f"Measured {when} on {suite.get('machine', {}).get('cores')} cores, commit {commits}; "
+             f"every table, its command and its load average in [the full report]({report_link}).", "",
+             "| section | headline |", "|---|---|"]
+    records = suite.get("sections", {})
+    for s in SECTIONS:
+        record = records.get(s.name)
+        if not record:
+            continue
+        title = record.get("title", s.name)
+        link = f"[{title}]({report_link}#{_anchor(title)})"
+        if record.get("status") != "ok":
+            lines.append(f"| {link} | **{record.get('status')}** |")
+            continue
+        lines.append(f"| {link} | {_cell(_headline(s.name, record.get('figures', {}), record.get('ratios', {})))} |")
+    return "\n".join(lines)
