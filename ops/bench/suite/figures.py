@@ -130,5 +130,35 @@ def rss(data: dict) -> dict:
     return {k: data.get(k) for k in ("provider", "load", "processes")}
 
 
+def lifecycle(data: dict) -> dict:
+    phases, probes = data.get("phases") or {}, data.get("probes") or {}
+    raw = (data.get("raw_model") or {}).get("rate")
+    rows = []
+    for name in ("import", "singles"):
+        phase = phases.get(name) or {}
+        recall, health = (probes.get(name) or {}).get("recall") or {}, (probes.get(name) or {}).get("health") or {}
+        count = phase.get("writes") if name == "singles" else (phase.get("imported") or 0) + (phase.get("topped_up") or 0)
+        rows.append({"phase": name, "memories": count, "rate": phase.get("rate"), "over_model": _ratio(phase.get("rate"), raw),
+                     "recall_p99_ms": recall.get("p99_ms"), "recall_max_ms": recall.get("max_ms"),
+                     "health_max_ms": health.get("max_ms"),
+                     "probe_errors": (recall.get("errors") or 0) + (health.get("errors") or 0)})
+    restarts = [{k: r.get(k) for k in ("how", "stop_s", "orphans", "restart_s", "memories_before", "memories_after")}
+                | {"log_errors": len(r.get("log_errors") or [])} for r in data.get("restarts") or []]
+    return {"raw_model_rate": raw, "rows": rows, "restarts": restarts,
+            "background_after_last_write_s": phases.get("background_after_last_write_s"),
+            "start_log_errors": len(data.get("start_log_errors") or []), "clients": (phases.get("singles") or {}).get("clients")}
+
+
+def growth(data: dict) -> dict:
+    rows = []
+    for r in data.get("rows") or []:
+        plain, tagged = r.get("recall_plain") or {}, r.get("recall_tagged") or {}
+        rows.append({"memories": r.get("memories"), "plain_p50_ms": plain.get("p50_ms"), "plain_p95_ms": plain.get("p95_ms"),
+                     "tagged_p50_ms": tagged.get("p50_ms"), "tagged_p95_ms": tagged.get("p95_ms"),
+                     "web_rss_mb": r.get("web_rss_mb"), "restart_s": (r.get("restart") or {}).get("restart_s"),
+                     "cycles": {m: (c or {}).get("duration_s") for m, c in (r.get("consolidation") or {}).items()}})
+    return {"provider": data.get("provider"), "rows": rows}
+
+
 def no_ratios(_figures: dict) -> dict:
     return {}

@@ -188,7 +188,36 @@ def rss(f: dict, _ratios: dict) -> list[str]:
     return lines
 
 
-TABLES = {"latency": latency, "ingest": ingest, "recall": recall, "maintenance": maintenance,
+def lifecycle(f: dict, _ratios: dict) -> list[str]:
+    lines = ["| phase | memories | recallable /s | ÷ the model's own rate | recall p99 / max ms (every 100 ms) | /health max ms | probe errors |",
+             "|---|---|---|---|---|---|---|"]
+    for r in f.get("rows", []):
+        lines.append(f"| {r['phase']} | {num(r.get('memories'))} | {num(r.get('rate'))} | {times(r.get('over_model'))} "
+                     f"| {num(r.get('recall_p99_ms'))} / {num(r.get('recall_max_ms'))} | {num(r.get('health_max_ms'))} "
+                     f"| {num(r.get('probe_errors'))} |")
+    lines += ["", f"The model alone on the same texts: {num(f.get('raw_model_rate'))}/s. Singles: {num(f.get('clients'))} clients, "
+                  f"each waiting for its answer. Enrichment and SIMILAR_TO done {num(f.get('background_after_last_write_s'))} s "
+                  f"after the last write. ERROR lines or tracebacks in a clean start's log: {num(f.get('start_log_errors'))}.", "",
+              "| stop | stop s | processes left | back to healthy s | memories before → after | log errors on restart |",
+              "|---|---|---|---|---|---|"]
+    for r in f.get("restarts", []):
+        lines.append(f"| {r.get('how')} | {num(r.get('stop_s'))} | {num(r.get('orphans'))} | {num(r.get('restart_s'))} "
+                     f"| {num(r.get('memories_before'))} → {num(r.get('memories_after'))} | {num(r.get('log_errors'))} |")
+    return lines
+
+
+def growth(f: dict, _ratios: dict) -> list[str]:
+    lines = ["| memories | recall p50 / p95 ms | tag-scoped p50 / p95 ms | web RSS MB | restart s | consolidation cycles s |",
+             "|---|---|---|---|---|---|"]
+    for r in f.get("rows", []):
+        cycles = ", ".join(f"{m} {num(s)}" for m, s in (r.get("cycles") or {}).items())
+        lines.append(f"| {num(r.get('memories'))} | {num(r.get('plain_p50_ms'))} / {num(r.get('plain_p95_ms'))} "
+                     f"| {num(r.get('tagged_p50_ms'))} / {num(r.get('tagged_p95_ms'))} | {num(r.get('web_rss_mb'))} "
+                     f"| {num(r.get('restart_s'))} | {cycles} |")
+    return lines
+
+
+TABLES = {"lifecycle": lifecycle, "growth": growth, "latency": latency, "ingest": ingest, "recall": recall, "maintenance": maintenance,
           "quality": quality, "enrich": enrich, "rss": rss}
 
 
@@ -258,6 +287,18 @@ def _headline(name: str, f: dict, ratios: dict) -> str:
     if name == "enrich":
         runs = f.get("runs", [])
         return ", ".join(f"{r.get('label') or r.get('entities')} {num(r.get('memories_per_s'))}/s" for r in runs)
+    if name == "lifecycle":
+        rows = {r["phase"]: r for r in f.get("rows", [])}
+        restart = max((r.get("restart_s") or 0 for r in f.get("restarts", [])), default=None)
+        return (f"Slack import {times(rows.get('import', {}).get('over_model'))} and waiting singles "
+                f"{times(rows.get('singles', {}).get('over_model'))} the model's own rate; recall max "
+                f"{num(rows.get('import', {}).get('recall_max_ms'))} ms during the import; back to healthy in ≤ {num(restart)} s")
+    if name == "growth":
+        rows = f.get("rows", [])
+        last = rows[-1] if rows else {}
+        return (f"at {num(last.get('memories'))} memories: recall p95 {num(last.get('plain_p95_ms'))} ms, "
+                f"tag-scoped {num(last.get('tagged_p95_ms'))} ms, web RSS {num(last.get('web_rss_mb'))} MB, "
+                f"restart {num(last.get('restart_s'))} s")
     if name == "rss":
         return ", ".join(f"{n} {num(p.get('peak_rss_mib_max'))} MiB" for n, p in (f.get("processes") or {}).items())
     return ""

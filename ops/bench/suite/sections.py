@@ -79,6 +79,20 @@ SECTIONS: tuple[Section, ...] = (
         read=figures.enrich,
     ),
     Section(
+        "lifecycle", "A user's lifecycle: real text, the local model, stop and restart", "ops.bench.lifecycle",
+        # the real dev exports topped up to 100k with real texts; the model is the limit (about an hour here)
+        full_args=("--memories", "100000", "--singles", "1500"),
+        quick_args=("--exports", "houstondatavis", "--singles", "200", "--raw-texts", "300"),
+        globs=("bench_lifecycle.json",),
+        read=figures.lifecycle, full_timeout_s=8 * 3600,
+    ),
+    Section(
+        "growth", "Growth (hash embedder, real texts cycled)", "ops.bench.lifecycle",
+        full_args=("--growth", "10000,100000,1000000"), quick_args=("--growth", "500,2000"),
+        globs=("bench_lifecycle_growth.json",),
+        read=figures.growth, full_timeout_s=12 * 3600,
+    ),
+    Section(
         "rss", "Peak RSS of the web and worker processes", "ops.bench.suite.rss",
         full_args=(), quick_args=("--quick",),
         globs=("bench_rss.json",),

@@ -1,0 +1,426 @@
+"""The embedded default's life as a user lives it: import, singles, recall during the build,
+stop, restart, and growth. One command, one JSON, for issue 21's targets.
+
+    python -m ops.bench.lifecycle                          # real text, the local model, shipped defaults
+    python -m ops.bench.lifecycle --memories 100000        # top the import up to 100k with real texts
+    python -m ops.bench.lifecycle --growth 10000,100000,1000000   # hash provider, sizes side by side
+
+``use`` (the default) starts ``python -m ops.serve`` (what ``make run`` runs) in a scratch data
+dir with nothing set but ports and tokens, and then:
+
+1. checks the start's log for ``ERROR`` and tracebacks (a quiet start);
+2. imports the real dev Slack exports with the importer (``ops.slack_import``), then, if
+   ``--memories`` asks for more, sends real texts (Slack messages, LoCoMo and REALTALK turns,
+   cycled with a counter so that each is new) through ``POST /memory/batch`` until that many;
+3. stores ``--singles`` conversation turns one at a time with ``--clients`` clients, each
+   waiting for its answer (default ``wait``);
+4. all along, a prober recalls every 100 ms and reads ``/health`` every second; latencies and
+   errors are kept per phase;
+5. times, after the last write, until every memory is recallable and until enrichment and
+   SIMILAR_TO are done;
+6. stops with Ctrl-C (SIGINT) and checks no process of the launcher's tree outlives it, starts
+   again (timed to ``healthy``) and counts the memories; then ``kill -9`` of every process, and
+   the same.
+
+The model's own rate is measured on the same texts in a child process (``ops.bench.real``), so
+the pipeline's rates come with their ratio. ``--growth`` uses the hash provider (the model
+would take days at 1M): each size is reached through ``POST /memory/batch``, then recall
+p50/p95 (plain and tag-scoped), the web's RSS, a restart and one run of every consolidation
+cycle are measured. Prints a table and writes ``ops/bench/results/bench_lifecycle.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+
+from ops.bench import locomo
+from ops.bench.embedded import EmbeddedService, descendants, rss_mb
+from ops.bench.real import DATA, conversation_turns, raw_model_rate, slack_texts
+from pipeline.config import Settings
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BATCH = 500
+BACKGROUND_QUEUES = ("enrich", "similarity")
+QUIET_START = re.compile(r"\bERROR\b|Traceback \(most recent call last\)")
+
+
+class Prober(threading.Thread):
+    """Recall every ``recall_every`` s and ``/health`` every ``health_every`` s, tagged by phase."""
+
+    def __init__(self, service: EmbeddedService, queries: list[str], recall_every: float = 0.1,
+                 health_every: float = 1.0):
+        super().__init__(daemon=True)
+        self.service, self.queries = service, queries
+        self.recall_every, self.health_every = recall_every, health_every
+        self.phase = "start"
+        self.samples: list[tuple[str, str, float, int]] = []  # (phase, kind, seconds, status; 0 = no answer)
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        with httpx.Client(base_url=self.service.url, headers=self.service.headers, timeout=30) as api:
+            next_health, n = 0.0, 0
+            while not self._stop_event.is_set():
+                now = time.monotonic()
+                if now >= next_health:
+                    self._probe(api, "health", "/health", {})
+                    next_health = now + self.health_every
+                self._probe(api, "recall", "/recall", {"query": self.queries[n % len(self.queries)], "limit": 10})
+                n += 1
+                self._stop_event.wait(max(0.0, self.recall_every - (time.monotonic() - now)))
+
+    def _probe(self, api: httpx.Client, kind: str, path: str, params: dict) -> None:
+        phase, sent = self.phase, time.monotonic()
+        try:
+            status = api.get(path, params=params).status_code
+        except httpx.HTTPError:
+            status = 0
+        self.samples.append((phase, kind, time.monotonic() - sent, status))
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=60)
+
+    def summary(self) -> dict:
+        out: dict[str, dict] = {}
+        for phase in dict.fromkeys(p for p, *_ in self.samples):
+            for kind in ("recall", "health"):
+                rows = [(s, status) for p, k, s, status in self.samples if p == phase and k == kind]
+                if rows:
+                    out.setdefault(phase, {})[kind] = latency_summary(rows, ok=(200,))
+        return out
+
+
+def latency_summary(rows: list[tuple[float, int]], ok: tuple[int, ...]) -> dict:
+    times = sorted(s * 1000 for s, _ in rows)
+    return {"count": len(rows), "p50_ms": round(percentile(times, 50), 1), "p99_ms": round(percentile(times, 99), 1),
+            "max_ms": round(times[-1], 1), "over_500_ms": sum(1 for t in times if t > 500),
+            "errors": sum(1 for _, status in rows if status not in ok)}
+
+
+def percentile(sorted_values: list[float], pct: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * pct / 100))]
+
+
+def health(service: EmbeddedService) -> dict:
+    return httpx.get(f"{service.url}/health", timeout=30).json()
+
+
+def wait_for(service: EmbeddedService, done, timeout: float, what: str) -> float:
+    """Seconds until ``done(health)`` holds; raises after ``timeout``."""
+    started = time.monotonic()
+    last: dict = {}
+    while time.monotonic() - started < timeout:
+        try:
+            last = health(service)
+            if done(last):
+                return round(time.monotonic() - started, 1)
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"{what}: not within {timeout}s; last /health: {json.dumps(last)[:800]}")
+
+
+def write_path_done(count: int):
+    return lambda h: (h.get("vector_count") or 0) >= count and not any(
+        n for q, n in (h.get("queues") or {}).items() if q not in BACKGROUND_QUEUES)
+
+
+def background_done(h: dict) -> bool:
+    return not any((h.get("queues") or {"pending": 1}).values())
+
+
+def quiet_start(service: EmbeddedService, offset: int) -> list[str]:
+    log = (service.data_dir / "serve.log").read_text(errors="replace")[offset:]
+    return [line for line in log.splitlines() if QUIET_START.search(line)][:20]
+
+
+def log_size(service: EmbeddedService) -> int:
+    path = service.data_dir / "serve.log"
+    return path.stat().st_size if path.exists() else 0
+
+
+def import_export(service: EmbeddedService, export: Path) -> dict:
+    args = [sys.executable, "-m", "ops.slack_import", str(export), "--url", service.url, "--token", service.api_token,
+            "--no-progress", "--json"]
+    result = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"importer failed on {export.name}: {result.stderr[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def send_batches(service: EmbeddedService, bodies: list[dict]) -> None:
+    with httpx.Client(base_url=service.url, headers=service.headers, timeout=300) as api:
+        for start in range(0, len(bodies), BATCH):
+            while True:
+                answer = api.post("/memory/batch", json={"memories": bodies[start:start + BATCH]})
+                if answer.status_code != 429:
+                    answer.raise_for_status()
+                    break
+                time.sleep(float(answer.headers.get("Retry-After", "1")))
+
+
+def real_bodies(texts: list[str], count: int) -> list[dict]:
+    """``count`` memories from real texts, cycled; a counter makes each repeat a new memory."""
+    bodies = []
+    for n in range(count):
+        text = texts[n % len(texts)]
+        cycle = n // len(texts)
+        bodies.append({"content": text if cycle == 0 else f"{text} (#{cycle})", "tags": [f"lifecycle-{n % 50}"]})
+    return bodies
+
+
+def store_singles(service: EmbeddedService, turns: list[dict], clients: int) -> dict:
+    local = threading.local()
+    latencies: list[tuple[float, int]] = []
+
+    def write(body: dict) -> None:
+        if not hasattr(local, "api"):
+            local.api = httpx.Client(base_url=service.url, headers=service.headers, timeout=120)
+        sent = time.monotonic()
+        try:
+            status = local.api.post("/memory", json=body).status_code
+        except httpx.HTTPError:
+            status = 0
+        latencies.append((time.monotonic() - sent, status))
+
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(write, turns))
+    return {"clients": clients, "writes": len(turns), "status_201": sum(1 for _, s in latencies if s == 201),
+            "status_202": sum(1 for _, s in latencies if s == 202),
+            "latency": latency_summary(latencies, ok=(201, 202))}
+
+
+def stop_and_restart(service: EmbeddedService, how: str, start_timeout: float) -> dict:
+    before = health(service).get("memory_count")
+    tree = [service.process.pid, *descendants(service.process.pid)]
+    started = time.monotonic()
+    if how == "ctrl-c":
+        service.stop(remove=False)
+    else:
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        service.process.wait()
+    stop_s = round(time.monotonic() - started, 2)
+    time.sleep(0.5)  # a process killed by its parent's exit still needs a moment to be reaped
+    orphans = [pid for pid in tree if _alive(pid)]
+    for pid in orphans:  # leave the machine clean for what follows; the row reports them
+        os.kill(pid, signal.SIGKILL)
+    offset = log_size(service)
+    started = time.monotonic()
+    service.start(timeout=start_timeout)
+    restart_s = round(time.monotonic() - started, 2)
+    after = health(service).get("memory_count")
+    return {"how": how, "stop_s": stop_s, "orphans": len(orphans), "restart_s": restart_s,
+            "memories_before": before, "memories_after": after, "log_errors": quiet_start(service, offset)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def questions(limit: int = 400) -> list[str]:
+    found = []
+    for corpus in ("locomo-dev", "realtalk-dev"):
+        for name, data in locomo.load(DATA / corpus):
+            found += [q.text for q in locomo.questions(name, data)]
+    return found[:limit]
+
+
+def run_use(args: argparse.Namespace) -> dict:
+    exports = [DATA / "slack-dev" / name for name in args.exports.split(",") if name]
+    texts = [t for export in exports for t in slack_texts(export)]
+    turns = conversation_turns(args.singles + 5000)
+    singles, extra_texts = turns[:args.singles], [t["content"] for t in turns[args.singles:]]
+    print("measuring the model's own rate on the same texts …", flush=True)
+    raw = raw_model_rate((texts + extra_texts)[:args.raw_texts], Settings())
+    service = EmbeddedService()
+    report: dict = {"mode": "use", "raw_model": raw}
+    prober = None
+    try:
+        started = time.monotonic()
+        service.start(timeout=args.start_timeout)
+        report["first_start_s"] = round(time.monotonic() - started, 1)
+        report["start_log_errors"] = quiet_start(service, 0)
+        prober = Prober(service, questions())
+        prober.start()
+        phases = report["phases"] = {}
+        prober.phase = "import"
+        started = time.monotonic()
+        summaries = [import_export(service, export) for export in exports]
+        imported = sum(s["imported"] for s in summaries)
+        topped = max(0, args.memories - imported)
+        if topped:
+            send_batches(service, real_bodies(texts + extra_texts, topped))
+        accepted = time.monotonic()
+        recallable = wait_for(service, write_path_done(imported + topped), args.timeout, "import recallable")
+        phases["import"] = {"exports": [e.name for e in exports], "imported": imported, "topped_up": topped,
+                            "accept_s": round(accepted - started, 1),
+                            "end_to_end_s": round(accepted - started + recallable, 1),
+                            "rate": round((imported + topped) / (accepted - started + recallable), 1)}
+        prober.phase = "singles"
+        started = time.monotonic()
+        phases["singles"] = store_singles(service, singles, args.clients)
+        answered = time.monotonic()
+        stored = phases["singles"]["status_201"] + phases["singles"]["status_202"]
+        count = imported + topped + stored
+        recallable = wait_for(service, write_path_done(count), args.timeout, "singles recallable")
+        phases["singles"].update(end_to_end_s=round(answered - started + recallable, 1),
+                                 rate=round(stored / (answered - started + recallable), 1))
+        prober.phase = "background"
+        phases["background_after_last_write_s"] = round(
+            recallable + wait_for(service, background_done, args.timeout, "background done"), 1)
+        prober.phase = "idle"
+        time.sleep(5)
+        prober.stop()
+        report["probes"] = prober.summary()
+        prober = None
+        report["restarts"] = [stop_and_restart(service, how, args.start_timeout) for how in ("ctrl-c", "kill -9")]
+    finally:
+        if prober:
+            prober.stop()
+        service.stop()
+    return report
+
+
+def recall_latency(service: EmbeddedService, queries: list[str], tagged: bool) -> dict:
+    rows = []
+    with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as api:
+        for n, query in enumerate(queries):
+            params = {"query": query, "limit": 10}
+            if tagged:
+                params["tags"] = f"lifecycle-{n % 50}"
+            sent = time.monotonic()
+            status = api.get("/recall", params=params).status_code
+            rows.append((time.monotonic() - sent, status))
+    summary = latency_summary(rows, ok=(200,))
+    times = sorted(s * 1000 for s, _ in rows)
+    return {**summary, "p95_ms": round(percentile(times, 95), 1)}
+
+
+def consolidation(service: EmbeddedService, timeout: float) -> dict:
+    """Every cycle once (forget as a dry run); seconds each took, as the run reports them."""
+    out = {}
+    with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as api:
+        for mode in ("decay", "creative", "cluster", "forget"):
+            body = {"mode": mode, "dry_run": mode == "forget"}
+            runs = api.post("/consolidate", params={"wait": "false"}, json=body).json()["consolidation"]["runs"]
+            run_id = runs[0]["run_id"]
+            deadline = time.monotonic() + timeout
+            view = {}
+            while time.monotonic() < deadline:
+                view = api.get(f"/consolidate/runs/{run_id}").json()["run"]
+                if view.get("status") in ("complete", "skipped", "failed", "refused"):
+                    break
+                time.sleep(1)
+            out[mode] = {"status": view.get("status"), "duration_s": view.get("duration_s")}
+    return out
+
+
+def run_growth(args: argparse.Namespace) -> dict:
+    sizes = sorted(int(s) for s in args.growth.split(","))
+    texts = [t for name in ("r-contributors", "houstondatavis") for t in slack_texts(DATA / "slack-dev" / name)]
+    texts += [t["content"] for t in conversation_turns(10**6)]
+    queries = questions(200)
+    service = EmbeddedService(env_overrides={"EMBEDDING_PROVIDER": "hash"})
+    rows, stored = [], 0
+    try:
+        service.start(timeout=args.start_timeout)
+        for size in sizes:
+            started = time.monotonic()
+            bodies = real_bodies(texts, size)[stored:]
+            send_batches(service, bodies)
+            stored = size
+            wait_for(service, write_path_done(size), args.timeout, f"{size} recallable")
+            row = {"memories": size, "write_s": round(time.monotonic() - started, 1),
+                   "background_backlog": {q: n for q, n in (health(service).get("queues") or {}).items() if n}}
+            row["recall_plain"] = recall_latency(service, queries, tagged=False)
+            row["recall_tagged"] = recall_latency(service, queries, tagged=True)
+            web = service.processes().get("web", [])
+            row["web_rss_mb"] = round(max((rss_mb(pid) or 0) for pid in web), 1) if web else None
+            row["consolidation"] = consolidation(service, args.timeout)
+            row["restart"] = stop_and_restart(service, "ctrl-c", args.start_timeout)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        service.stop()
+    return {"mode": "growth", "provider": "hash", "rows": rows}
+
+
+def render(report: dict) -> str:
+    if report["mode"] == "growth":
+        lines = ["| memories | recall plain p50 / p95 ms | tag-scoped p50 / p95 ms | web RSS MB | restart s | cycles s |",
+                 "|---|---|---|---|---|---|"]
+        for r in report["rows"]:
+            cycles = ", ".join(f"{m} {c['duration_s']}" for m, c in r["consolidation"].items())
+            lines.append(f"| {r['memories']:,} | {r['recall_plain']['p50_ms']} / {r['recall_plain']['p95_ms']} "
+                         f"| {r['recall_tagged']['p50_ms']} / {r['recall_tagged']['p95_ms']} | {r['web_rss_mb']} "
+                         f"| {r['restart']['restart_s']} | {cycles} |")
+        return "\n".join(lines)
+    raw = report["raw_model"]["rate"]
+    imp, single = report["phases"]["import"], report["phases"]["singles"]
+    lines = ["| phase | memories | /s | ÷ model | recall p99 / max ms | /health max ms | probe errors |",
+             "|---|---|---|---|---|---|---|"]
+    for name, row, count in (("import", imp, imp["imported"] + imp["topped_up"]), ("singles", single, single["writes"])):
+        probe = report["probes"].get(name, {})
+        recall, healthz = probe.get("recall", {}), probe.get("health", {})
+        lines.append(f"| {name} | {count:,} | {row['rate']} | {row['rate'] / raw:.0%} | {recall.get('p99_ms')} / "
+                     f"{recall.get('max_ms')} | {healthz.get('max_ms')} | "
+                     f"{recall.get('errors', 0) + healthz.get('errors', 0)} |")
+    background = report["phases"]["background_after_last_write_s"]
+    lines += ["", (f"model alone: {raw}/s; enrichment and SIMILAR_TO done {background} s after the last write; "
+                   f"first start {report['first_start_s']} s, log errors: {len(report['start_log_errors'])}"), "",
+              "| stop | stop s | orphans | restart s | memories before → after | log errors |", "|---|---|---|---|---|---|"]
+    for r in report["restarts"]:
+        lines.append(f"| {r['how']} | {r['stop_s']} | {r['orphans']} | {r['restart_s']} | "
+                     f"{r['memories_before']} → {r['memories_after']} | {len(r['log_errors'])} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.bench.lifecycle", description=__doc__.splitlines()[0])
+    parser.add_argument("--exports", default="r-contributors,houstondatavis", help="folders of shared/data/slack-dev")
+    parser.add_argument("--memories", type=int, default=0, help="top the import up to this many with real texts")
+    parser.add_argument("--singles", type=int, default=1500, help="conversation turns stored one at a time")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--raw-texts", type=int, default=1500, help="texts the model's own rate is measured on")
+    parser.add_argument("--growth", help="comma list of sizes: the growth mode (hash provider)")
+    parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds allowed for each wait")
+    parser.add_argument("--start-timeout", type=float, default=600)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    report = run_growth(args) if args.growth else run_use(args)
+    report["argv"] = sys.argv[1:] if argv is None else argv
+    report["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    report["load_after"] = os.getloadavg()[0]
+    out = args.out or RESULTS / ("bench_lifecycle_growth.json" if args.growth else "bench_lifecycle.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(render(report))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,51 @@
+"""The lifecycle benchmark's pure parts, and how the suite reports its JSON."""
+
+from ops.bench import lifecycle
+from ops.bench.suite import figures, render
+
+USE = {
+    "mode": "use", "raw_model": {"rate": 40.0}, "start_log_errors": ["ERROR x"],
+    "phases": {"import": {"imported": 1000, "topped_up": 200, "rate": 36.0},
+               "singles": {"clients": 8, "writes": 300, "rate": 30.0},
+               "background_after_last_write_s": 12.5},
+    "probes": {"import": {"recall": {"p99_ms": 120.0, "max_ms": 480.0, "errors": 1},
+                          "health": {"max_ms": 90.0, "errors": 0}}},
+    "restarts": [{"how": "ctrl-c", "stop_s": 3.1, "orphans": 0, "restart_s": 6.0, "memories_before": 1500,
+                  "memories_after": 1500, "log_errors": []},
+                 {"how": "kill -9", "stop_s": 0.1, "orphans": 0, "restart_s": 8.5, "memories_before": 1500,
+                  "memories_after": 1500, "log_errors": []}],
+}
+
+
+def test_latency_summary_counts_what_is_not_an_expected_status_as_an_error():
+    rows = [(0.010, 200), (0.020, 200), (0.600, 200), (0.030, 503), (0.040, 0)]
+    summary = lifecycle.latency_summary(rows, ok=(200,))
+    assert summary["count"] == 5 and summary["errors"] == 2
+    assert summary["max_ms"] == 600.0 and summary["over_500_ms"] == 1
+
+
+def test_real_bodies_cycle_the_texts_and_make_every_repeat_a_new_memory():
+    bodies = lifecycle.real_bodies(["a", "b"], 5)
+    assert [b["content"] for b in bodies] == ["a", "b", "a (#1)", "b (#1)", "a (#2)"]
+    assert len({b["content"] for b in bodies}) == 5
+
+
+def test_suite_reads_the_use_run_as_ratios_to_the_model_and_restart_rows():
+    f = figures.lifecycle(USE)
+    rows = {r["phase"]: r for r in f["rows"]}
+    assert rows["import"]["memories"] == 1200 and rows["import"]["over_model"] == 0.9
+    assert rows["import"]["probe_errors"] == 1 and rows["singles"]["over_model"] == 0.75
+    assert [r["how"] for r in f["restarts"]] == ["ctrl-c", "kill -9"] and f["start_log_errors"] == 1
+    table = "\n".join(render.lifecycle(f, {}))
+    assert "| import | 1,200 | 36.0 | 0.90× |" in table and "| kill -9 | 0.1 | 0 | 8.5 | 1,500 → 1,500 | 0 |" in table
+
+
+def test_suite_reads_growth_rows_side_by_side():
+    data = {"provider": "hash", "rows": [
+        {"memories": 10000, "recall_plain": {"p50_ms": 8.0, "p95_ms": 12.0}, "recall_tagged": {"p50_ms": 7.0, "p95_ms": 10.0},
+         "web_rss_mb": 400.0, "restart": {"restart_s": 3.0}, "consolidation": {"decay": {"duration_s": 5.0}}},
+        {"memories": 100000, "recall_plain": {"p50_ms": 9.0, "p95_ms": 14.0}, "recall_tagged": {"p50_ms": 8.0, "p95_ms": 11.0},
+         "web_rss_mb": 900.0, "restart": {"restart_s": 4.0}, "consolidation": {"decay": {"duration_s": 50.0}}}]}
+    table = render.growth(figures.growth(data), {})
+    assert table[2].startswith("| 10,000 | 8.0 / 12.0 | 7.0 / 10.0 | 400.0 | 3.0 | decay 5.0 |")
+    assert table[3].startswith("| 100,000 |")
