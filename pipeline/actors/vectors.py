@@ -17,14 +17,14 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import VECTORS_QUEUE
-from pipeline.vector_collections import CollectionSpec, CollectionState
 from pipeline.drain import drain_bound, draining
 from pipeline.maintenance.migrate import MIGRATE_OP, settle_outstanding
 from pipeline.packing import pack_vector, unpack_vector_f32, vector_of
 from pipeline.resilience import store_call
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
-from pipeline.edge_payload import PackedPayload
 from pipeline.vectors import VectorPoint, vector_payload
+from pipeline.vectors.edge_payload import PackedPayload
+from pipeline.vectors.registry import CollectionSpec, CollectionState
 
 
 def vector_for(item: dict[str, Any], spec: CollectionSpec, state: CollectionState) -> Sequence[float] | None:

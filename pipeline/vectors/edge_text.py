@@ -24,7 +24,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from pipeline.edge_payload import unpack_payload
+from pipeline.vectors.edge_payload import unpack_payload
 
 TEXT_FIELD = "content"
 MARKER = "mempipe_text_index.json"
