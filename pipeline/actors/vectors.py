@@ -89,7 +89,7 @@ def _live_vector(item: dict[str, Any], state: CollectionState) -> dict[str, Any]
     """What SIMILAR_TO needs of an indexed item: its id and its live vector, packed.
 
     A vector the embed stage packed is passed on as it came: decoding 384 floats to a list
-    and packing them again per memory was a measurable share of the vector owner's CPU.
+    and packing them again per memory would be a measurable share of the vector owner's CPU.
     """
     packed = (item.get("vectors_f32") or {}).get(state.live.name)
     if packed is not None:

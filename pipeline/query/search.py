@@ -136,9 +136,8 @@ class QuerySearch:
                                 [c.id for c in pool[: self._policy.neighbour_seeds]])
         if text and (always or len(pool) < request.limit):
             # "fill" tops the pool up to the fetch size; "always" also brings its own share, a few
-            # per requested result: BM25-ranked, the best matches are at the top (LoCoMo dev: a
-            # share of 20 at limit 10 recalls within 0.003 of 80, with half the pool to score;
-            # 10, the tuned profile's, within 0.004 of 20)
+            # per requested result: BM25-ranked, the best matches are at the top, so a small
+            # share recalls about as well as a large one with less to score
             slots = fetch - len(pool)
             found = None
             if early_keywords is not None:
@@ -274,7 +273,7 @@ class QuerySearch:
 
         Scoring each sub-query's pool on its own and merging by score lets a name-only sub-query
         ("Caroline": exact, tag and keyword all fire on the name) flood the top with every turn of
-        that person (LoCoMo recall@10 0.015, docs/benchmarks-log.md, auto_decompose session 12).
+        that person (docs/benchmarks-log.md, auto_decompose session 12).
         """
         text = request.query.strip()
         keywords = extract_keywords(text)

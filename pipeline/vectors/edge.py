@@ -75,7 +75,7 @@ class EdgeVectorStore:
         self._path = path
         self._size = vector_size
         # Recall reads the payload of every hit (40-80 per query); from the default on-disk
-        # storage each fresh point costs ~55 us here, from RAM next to nothing (docs/recall.md).
+        # storage each fresh point costs a read, from RAM next to nothing (docs/recall.md).
         self._payload_memory = payload_memory
         self._optimize_min_changes = optimize_min_changes
         self._changes = 0
@@ -143,8 +143,8 @@ class EdgeVectorStore:
             return 0
         rewritten = edge_text.backfill(self._shard, self._qe, self._pack, self._payload_lock)
         # A payload update moves the point out of its indexed segment into the appendable one,
-        # where dense search is a full scan (100k points: 12 ms a search instead of ~2): the
-        # rewritten points count as changes, so the index is built again (maintain() goes on to it).
+        # where dense search is a full scan: the rewritten points count as changes, so the index
+        # is built again (maintain() goes on to it).
         self._changes += rewritten
         self._last_change = time.monotonic()
         self._shard.flush()
@@ -202,9 +202,9 @@ class EdgeVectorStore:
         """Nearest points in scope, archived and excluded types never among them.
 
         Optimistic: the HNSW walk checks every filter condition at every node it visits, and
-        the two exclusions nearly always match nothing (at 100k points they cost ~40 % of a
-        search). So the search runs without them first; only when a hit is archived or of an
-        excluded type does it run again with the full filter. When no hit is excluded, the
+        the two exclusions nearly always match nothing, yet cost a large share of a search. So
+        the search runs without them first; only when a hit is archived or of an excluded type
+        does it run again with the full filter. When no hit is excluded, the
         top ``limit`` of all points in scope are the top ``limit`` of the admissible ones.
         """
         qe = self._qe
@@ -221,8 +221,8 @@ class EdgeVectorStore:
         return [_edge_hit(h, query.with_payload) for h in hits]
 
     def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
-        """Many searches in one call: measured here at 12k unindexed points, half the CPU per
-        search of one call each (the engine scans the segment once for the whole batch).
+        """Many searches in one call: less CPU per search than one call each (the engine scans an
+        unindexed segment once for the whole batch).
 
         Optimistic about the two exclusions, as ``search``: the batch runs without them, and
         only the queries with an archived or excluded hit run again with the full filter.

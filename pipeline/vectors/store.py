@@ -17,8 +17,8 @@ from pipeline.vectors.edge_payload import PackedPayload, unpack_payload
 KEYWORD_INDEXES = ("memory_id", "tags_lower", "tag_prefixes", "type", "lifecycle")
 FLOAT_INDEXES = ("timestamp_epoch", "importance")
 # Every search excludes archived points. A keyword ``lifecycle`` field carries that state: a
-# keyword must_not is served from its index (~0.7 ms at 5k points), where the same check on
-# a bool index measured 24-37 ms.
+# keyword must_not is served from its index, where the same check on a bool index costs tens
+# of times more.
 ARCHIVED = "archived"
 
 
@@ -144,7 +144,7 @@ def is_excluded(payload: dict[str, Any], scope: Scope) -> bool:
 def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
     """What a point carries besides its vector: what recall filters and scores on."""
     # Without metadata: its storage-only forms (JSON, search text) are not wanted here, and
-    # computing them only to drop them was a measurable share of the persist stage.
+    # computing them only to drop them would be a measurable share of the persist stage.
     props = node_properties({name: value for name, value in memory.items() if name != "metadata"})
     props["memory_id"] = memory["id"]
     props["metadata"] = memory.get("metadata") or {}
