@@ -95,6 +95,16 @@ def time_key(memory: dict[str, Any]) -> float:
     return float("-inf")
 
 
+def _admit_metadata_matches(pool: list[Candidate], matches: list[Candidate]) -> None:
+    """Add the metadata sidecar's matches to ``pool``; one already there keeps the stronger metadata score."""
+    by_id = {c.id: c for c in pool}
+    for match in matches:
+        if match.id in by_id:  # a strong metadata match upgrades what is already in the pool
+            by_id[match.id].metadata = max(by_id[match.id].metadata, match.metadata)
+        else:
+            pool.append(match)
+
+
 class QuerySearch:
     def __init__(self, sources: CandidateSources, policy: SearchPolicy, executor: Executor | None = None):
         self._sources = sources
@@ -158,12 +168,7 @@ class QuerySearch:
                 log.warning("neighbouring memories not read: %s", exc)
             seen = {c.id for c in pool}
         if sidecar is not None:
-            by_id = {c.id: c for c in pool}
-            for match in sidecar.result():
-                if match.id in by_id:  # a strong metadata match upgrades what is already in the pool
-                    by_id[match.id].metadata = max(by_id[match.id].metadata, match.metadata)
-                else:
-                    pool.append(match)
+            _admit_metadata_matches(pool, sidecar.result())
         if text and ctx.vector_status.enabled and len(pool) > len(seen_vector):
             # full-text and sidecar admissions get the similarity a vector hit would have had
             self._sources.score_vectors(vector, [c for c in pool if c.id not in seen_vector])
