@@ -182,7 +182,7 @@ def test_related_walks_breadth_first_one_bounded_read_per_hop():
     rows = related(graph, "seed", ["RELATES_TO"], 3, limit=200)
     assert len(graph.reads) == 3  # one read per hop, never one variable-length path match
     for cypher, params in graph.reads:
-        assert "*" not in cypher and params["edges"] > 0 and "seed" in params["seen"]
+        assert "*" not in cypher and params["per_hop"] > 0 and "seed" in params["seen"]
     assert [r["depth"] for r in rows] == [1] * 3 + [2] * 9 + [3] * 27
     assert all(r["via"] for r in rows)
 
