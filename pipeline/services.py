@@ -90,7 +90,7 @@ class Services:
         from pipeline.vectors.router import VectorRouter
 
         router = self._lazy("_router", lambda: VectorRouter(self))
-        router.live()  # open it now: a store that cannot open fails here, as before
+        router.live()  # open it now: a store that cannot open fails here, on first use
         return router
 
     def vector_store(self, spec: CollectionSpec) -> VectorStore:

@@ -61,7 +61,7 @@ class WakeConsumers(dramatiq.Middleware):
         self.queues = frozenset(queues)
 
     def after_enqueue(self, broker, message, delay):
-        # A delayed message goes to the delay queue (``<q>.DQ``), polled as before; when it is
+        # A delayed message goes to the delay queue (``<q>.DQ``), which is polled; when it is
         # due it is enqueued again on its queue without a delay, and wakes it then.
         if delay is None and message.queue_name in self.queues:
             wake(broker.client, broker.namespace, message.queue_name)
