@@ -6,6 +6,17 @@
   ``:memory:`` selects qdrant-client's local mode, which tests use as the server stand-in.
 
 FalkorDB is the record; everything here can be rebuilt from it by re-embedding.
+
+The package, by job:
+
+- ``store``: the protocol, the values it trades in (points, hits, queries), the filter both
+  backends build, and a memory's payload;
+- ``edge`` with ``edge_payload`` (the packed layout), ``edge_text`` (keyword search in the
+  shard), ``shard_lock`` and ``edge_owner`` (one owner per shard, on the machine and across
+  hosts);
+- ``server``: the Qdrant server backend;
+- ``registry`` (which collection is live, which one a dimension migration builds) and
+  ``router`` (the store a process reads and writes through, across both).
 """
 
 from __future__ import annotations
