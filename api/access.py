@@ -28,7 +28,7 @@ class AccessBatcher:
         self._thread: threading.Thread | None = None
 
     def record(self, memory_ids: list[str], at: str) -> None:
-        if self._interval <= 0:  # batching off: send on the caller's thread, as before
+        if self._interval <= 0:  # batching off: send on the caller's thread
             self._send(list(dict.fromkeys(memory_ids)), at)
             return
         with self._lock:

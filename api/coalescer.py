@@ -20,9 +20,8 @@ Why the debounce: clients that write one memory at a time send their next write 
 the last is answered, so under load the writes come in waves a few milliseconds apart. A
 fixed window cut each wave into two or three messages; waiting for the wave to end sends one,
 and every later stage (persist, embed, vectors, their broker and graph round trips) then
-works on the whole wave. Measured with 8 clients (docs/benchmarks-log.md, session 17): with
-the fixed window 3,000 writes left as 767 persist messages (~3.9 writes each); with the
-debounce the CPU of a single write, all processes together, fell by a fifth.
+works on the whole wave, which lowers the CPU of a single write, all processes together
+(docs/benchmarks-log.md, issue 6 session 17).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """FastAPI dependencies: the process's objects, built in the lifespan and read from app.state.
 
 They are ``async def`` although they never await: FastAPI runs a plain ``def`` dependency in
-its thread pool, and these few reads cost a thread hop each on every request (measured: the
-hops were the web process's largest per-request cost on the single-write path).
+its thread pool, and these few reads would cost a thread hop each on every request: the
+largest per-request cost of the single-write path.
 """
 
 from __future__ import annotations

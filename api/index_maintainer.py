@@ -1,22 +1,19 @@
 """The web process's index maintainer: Edge ``optimize()`` (the HNSW build), off the request path.
 
 With Qdrant Edge the web process owns the shard, and a build holds the shard and Python's GIL
-for its whole run (seconds at 10k points, over a minute at 100k): the process answers nothing
+for its whole run (seconds to minutes, growing with the shard): the process answers nothing
 meanwhile. The shard says when a build is due (enough changes, vector writes quiet for
 ``EDGE_OPTIMIZE_QUIET_S``); this thread decides whether a due build should wait a little longer:
 
 - **while an import is on its way** (a write-path queue holds messages), unless more than
-  ``import_max_changes`` points are unindexed. A slow import (the local model: a batch every
-  ~8 s) leaves vector writes quiet between batches, and every build it let through was
-  superseded by the next one while taking a core from the import: 4 builds during a 100k
-  import, 102 s of the web's CPU, before the one after it. Unindexed points cost recall a scan
-  (~3 ms a search at 100k), hence the bound.
+  ``import_max_changes`` points are unindexed. A slow import (the local model) leaves vector
+  writes quiet between batches, and every build let through then is superseded by the next one
+  while taking a core from the import. Unindexed points cost recall a scan, hence the bound.
 - **while the SIMILAR_TO catch-up runs after a small import** (the ``similarity`` queue holds
-  messages), at most ``similarity_wait_s``: overlapped with a build, the catch-up cost ~3x the
-  web CPU per memory (docs/benchmarks-log.md, issue 6). Past ``similarity_wait_max_changes``
-  unindexed points the build goes first: before it every search scans every unindexed point,
-  a cost that grows with the square of the import (at 100k: 1.55 s per 500 searches, 0.4 s once
-  built; waiting made the catch-up 240 s, building first 155-185 s).
+  messages), at most ``similarity_wait_s``: overlapped with a build, the catch-up costs the
+  web several times the CPU per memory (docs/benchmarks-log.md, issue 6). Past
+  ``similarity_wait_max_changes`` unindexed points the build goes first: before it every search
+  scans every unindexed point, a cost that grows with the square of the import.
 """
 
 from __future__ import annotations

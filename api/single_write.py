@@ -2,10 +2,10 @@
 
 Agents and live sources write one memory per request, hundreds a second, and in the embedded
 default the one web process that answers them also owns the vector index. FastAPI's exception
-middleware, router, route wrapper and dependency solving were a third of the app's CPU per
-single write (``python -m ops.bench.write_route``: 0.59 against 0.87 ms, medians of five
-rounds), more than validating the memory and queueing it. So a small ASGI middleware answers
-this one route itself with ``accept_single_write`` and hands every other request on.
+middleware, router, route wrapper and dependency solving cost more of the app's CPU per single
+write than validating the memory and queueing it (``python -m ops.bench.write_route``). So a
+small ASGI middleware answers this one route itself with ``accept_single_write`` and hands
+every other request on.
 
 It sits inside the observability middleware (request id, access log, HTTP metrics) and the
 server-error handler, so a single write is logged, counted and traced like any request, and

@@ -42,7 +42,7 @@ class HttpBatchSink:
     A 429 is waited out as told for as long as the pipeline keeps taking this import's
     batches: with the local model a 500-memory batch drains in seconds, and the in-flight
     batches take turns being admitted, so one batch may be refused for minutes while the
-    import progresses (a cap of 30 refusals, ~60 s, failed a 100k local import). The import
+    import progresses (a fixed cap on refusals fails a large local import). The import
     gives up only when no batch has been accepted for ``max_stall_s``. Connection errors and
     5xx answers are retried ``max_attempts`` times with backoff.
 

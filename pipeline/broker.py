@@ -94,8 +94,7 @@ class PreloadEmbedder(dramatiq.Middleware):
 
     Loading MiniLM (torch, sentence-transformers) takes seconds of CPU; done lazily, the first
     embed message of every worker process paid it, and a freshly scaled-out worker looked
-    slow exactly when it was needed. (Measured: the benchmark counted it against the first
-    few hundred memories.) Workers without the embed queue never load a model.
+    slow exactly when it was needed. Workers without the embed queue never load a model.
     """
 
     def after_worker_boot(self, broker, worker):

@@ -26,7 +26,7 @@ _CUES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 _COMPILED = tuple((kind, tuple(re.compile(p, re.IGNORECASE) for p in patterns)) for kind, patterns in _CUES)
 # One pass over the text answers "any cue at all?"; most memories (chat above all) have none,
-# and at thousands of memories a second the 46 separate searches were the persist stage's cost.
+# and at thousands of memories a second one search per pattern is most of the persist stage's cost.
 _ANY_CUE = re.compile("|".join(f"(?:{p})" for _, patterns in _CUES for p in patterns), re.IGNORECASE)
 # The cues are lower-case ASCII: on lower-cased ASCII text a case-sensitive search finds the
 # same and takes a fifth of the time (IGNORECASE folds every character it compares). Text

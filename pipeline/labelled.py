@@ -8,14 +8,13 @@ one that answers it. Embedding each sentence with the label in front of it
 (``"Caroline: It was so powerful."``) and averaging the normalised sentence vectors keeps who
 said it in every part of the vector and weighs each sentence alike.
 
-On LoCoMo (``python -m ops.bench.quality``) this raised the vector component's evidence
-recall@10 from 0.495 to 0.601 with all-MiniLM-L6-v2; without the label in each sentence the
-average of the sentences was no better than the whole line (0.505), so the label is the point.
-See docs/labelled-sentences.md.
+On LoCoMo (``python -m ops.bench.quality``) this raises the vector component's evidence
+recall; without the label in each sentence the average of the sentences is no better than the
+whole line, so the label is the point. See docs/labelled-sentences.md.
 
 Only content that starts with a short label (``Name:``, up to four words, then a space) and
-holds two or more sentences takes this path; everything else is embedded whole, exactly as
-before. Queries are always embedded whole.
+holds two or more sentences takes this path; everything else is embedded whole. Queries are
+always embedded whole.
 """
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ HINT_MAX_CHARS = 1024
 FULLTEXT_MAX_TERMS = 32
 
 # GET /memories/{id}/related walks the graph breadth first; each hop reads at most this many
-# edges from the memories found one hop closer (strongest first), so a hub costs one bounded
-# read per hop instead of every path through it.
-RELATED_EDGES_PER_HOP = 2000
+# relationships from the memories found one hop closer (strongest first), so a hub costs one
+# bounded read per hop instead of every path through it.
+RELATED_LINKS_PER_HOP = 2000
 
 # Graph reads made by maintenance and enrichment (paged, off the request path) stop on the
 # server just before the client's socket timeout (10 s), so no query outlives its caller.

@@ -41,7 +41,7 @@ def unpack_vector(packed: str) -> list[float]:
 
 def unpack_vector_f32(packed: str) -> array:
     """The packed vector as ``array('f')``: what Qdrant Edge takes as a vector (it reads the
-    buffer; building a list of 384 Python floats first cost ~7 us per point in the web)."""
+    buffer; building a list of Python floats first would cost the web per point)."""
     values = array("f", base64.b64decode(packed))
     if sys.byteorder != "little":
         values.byteswap()

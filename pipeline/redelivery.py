@@ -8,7 +8,7 @@ of its ack set for one queue back onto that queue. Dramatiq runs maintenance on 
 in a thousand commands, for the command's queue only. Consumers that poll every few
 milliseconds make that frequent enough; consumers woken by a token (``pipeline.wakeups``) and
 waiting up to ``QUEUE_POLL_MS`` between fetches issue a few commands a second per queue, so a
-killed worker's messages waited ~100 s on a hot queue and far longer on a cold one.
+killed worker's messages would wait long on a hot queue and far longer on a cold one.
 
 Here every process that runs a Dramatiq worker also runs maintenance on each declared queue
 and delay queue every ``HEARTBEAT_TIMEOUT_MS / 4``, on a thread of its own, whether its

@@ -1,9 +1,9 @@
-"""Edges between :Memory nodes: writing them (idempotently) and walking them.
+"""Relationships between :Memory nodes: writing them (idempotently) and walking them.
 
 Relationship types cannot be Cypher parameters, so each query splices exactly one name,
 taken from the registry in ``pipeline.relations`` (``label()`` refuses anything else).
 Every other value — ids, strengths, timestamps — is a parameter. Writes ``MERGE``, so a
-redelivered message updates the same edge instead of adding a second one. Each edge carries
+redelivered message updates the same relationship instead of adding a second one. Each carries
 ``strength``, ``created_at`` and ``updated_at`` (ISO) and ``updated_epoch`` for ordering.
 """
 
@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.graph import GraphStore, memory_from_node
-from pipeline.limits import RELATED_EDGES_PER_HOP
+from pipeline.limits import RELATED_LINKS_PER_HOP
 from pipeline.relations import RelationType, label, pattern
 
 
@@ -25,7 +25,7 @@ class Link:
     strength: float
 
     def oriented(self, relation: RelationType) -> "Link":
-        """Symmetric types keep one edge per pair: from the smaller id to the larger."""
+        """Symmetric types keep one relationship per pair: from the smaller id to the larger."""
         if relation.symmetric and self.target < self.source:
             return Link(self.target, self.source, self.strength)
         return self
@@ -37,7 +37,7 @@ def _epoch(at: str) -> float:
 
 def merge_links(graph: GraphStore, relation: RelationType, links: list[Link], at: str,
                 extra: dict[str, Any] | None = None) -> set[tuple[str, str]]:
-    """Create or update edges; returns the (source, target) pairs whose two memories exist."""
+    """Create or update relationships; returns the (source, target) pairs whose two memories exist."""
     if not links:
         return set()
     rows = [{"src": l.source, "dst": l.target, "strength": float(l.strength)}
@@ -64,28 +64,28 @@ def existing_ids(graph: GraphStore, memory_ids: list[str]) -> set[str]:
 
 
 # One hop of GET /memories/{id}/related: from the memories found one hop closer to those not
-# seen yet. The edges are read strongest first and at most $edges of them, then each new memory
-# keeps its strongest edge; the relationship type list is spliced from the registry only.
+# seen yet. The relationships are read strongest first and at most $per_hop of them, then each
+# new memory keeps its strongest one; the relationship type list is spliced from the registry only.
 _HOP = (
     "UNWIND $frontier AS fid "
-    "MATCH (v:Memory {{id: fid}})-[e{types}]-(o:Memory) "
+    "MATCH (v:Memory {{id: fid}})-[r{types}]-(o:Memory) "
     "WHERE NOT o.id IN $seen "
-    "WITH v, e, o ORDER BY e.strength DESC, e.updated_epoch DESC LIMIT $edges "
-    "WITH o, collect({{type: type(e), strength: e.strength, updated_at: e.updated_at, "
-    "outgoing: startNode(e) = v, via: v.id}})[0] AS best "
+    "WITH v, r, o ORDER BY r.strength DESC, r.updated_epoch DESC LIMIT $per_hop "
+    "WITH o, collect({{type: type(r), strength: r.strength, updated_at: r.updated_at, "
+    "outgoing: startNode(r) = v, via: v.id}})[0] AS best "
     "RETURN o, best ORDER BY best.strength DESC LIMIT $room"
 )
 
 
 def related(graph: GraphStore, memory_id: str, types: list[str], max_depth: int, limit: int,
-            edges_per_hop: int = RELATED_EDGES_PER_HOP) -> list[dict[str, Any]]:
+            links_per_hop: int = RELATED_LINKS_PER_HOP) -> list[dict[str, Any]]:
     """Memories reachable in 1..max_depth hops over ``types`` (either direction), nearest first.
 
-    Each carries the hop count and the edge that reached it (type, strength, direction as seen
-    from the memory before it). Walked breadth first, one read per hop: each memory is reached
-    once, at its shortest distance, so a densely linked neighbourhood costs a read of its
-    edges, never an enumeration of every path through it. A hop reads at most
-    ``edges_per_hop`` edges (the strongest), and the walk stops once ``limit`` are found.
+    Each carries the hop count and the relationship that reached it (type, strength, direction
+    as seen from the memory before it). Walked breadth first, one read per hop: each memory is
+    reached once, at its shortest distance, so a densely linked neighbourhood costs a read of
+    its relationships, never an enumeration of every path through it. A hop reads at most
+    ``links_per_hop`` of them (the strongest), and the walk stops once ``limit`` are found.
     """
     depth = max(1, min(int(max_depth), 3))
     cypher = _HOP.format(types=pattern(types))
@@ -94,7 +94,7 @@ def related(graph: GraphStore, memory_id: str, types: list[str], max_depth: int,
         room = limit - len(results)
         if not frontier or room <= 0:
             break
-        rows = graph.read(cypher, {"frontier": frontier, "seen": sorted(seen), "edges": int(edges_per_hop),
+        rows = graph.read(cypher, {"frontier": frontier, "seen": sorted(seen), "per_hop": int(links_per_hop),
                                    "room": int(room)})
         frontier = []
         for node, best in rows:

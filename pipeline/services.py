@@ -11,7 +11,6 @@ from typing import Any, Callable, TypeVar
 
 import redis
 
-from pipeline.vector_collections import CollectionRegistry, CollectionSpec
 from pipeline.config import Settings
 from pipeline.embedding import Embedder, build_embedder
 from pipeline.enrichment.entities import EntityExtractor
@@ -19,6 +18,7 @@ from pipeline.graph import GraphStore
 from pipeline.observability.metrics import InstrumentedEmbedder, InstrumentedStore, PipelineMetrics, process_metrics
 from pipeline.tracking import PipelineTracker
 from pipeline.vectors import QdrantServerVectorStore, VectorStore, build_vector_store
+from pipeline.vectors.registry import CollectionRegistry, CollectionSpec
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ class Services:
         self._collections: CollectionRegistry | None = None
         self._router = None
         self._stores: dict[str, VectorStore] = {}  # opened collections, by name
-        self._owners: dict[str, Any] = {}  # Edge collections' owner records in the broker (pipeline.edge_owner)
+        self._owners: dict[str, Any] = {}  # Edge collections' owner records in the broker (pipeline.vectors.edge_owner)
         self._embedders: dict[tuple, Embedder] = {}
         self._qdrant_client = None  # one per process in server mode, shared by its collections
 
@@ -87,10 +87,10 @@ class Services:
         """The live collection for reads; writes fan out to a migration's target (see VectorRouter)."""
         if self._vectors is not None:  # handed in (tests): one store, no registry
             return self._vectors
-        from pipeline.vector_router import VectorRouter
+        from pipeline.vectors.router import VectorRouter
 
         router = self._lazy("_router", lambda: VectorRouter(self))
-        router.live()  # open it now: a store that cannot open fails here, as before
+        router.live()  # open it now: a store that cannot open fails here, on first use
         return router
 
     def vector_store(self, spec: CollectionSpec) -> VectorStore:
@@ -109,7 +109,7 @@ class Services:
 
     def _claim_edge(self, name: str, raw: VectorStore) -> None:
         """Announce this process as the collection's owner; a live owner elsewhere refuses it."""
-        from pipeline.edge_owner import OwnerRecord
+        from pipeline.vectors.edge_owner import OwnerRecord
 
         record = OwnerRecord(self.broker_redis, name, str(self.settings.edge_path.parent / name))
         try:

@@ -41,7 +41,7 @@ QUEUED, PERSISTED, EMBEDDED, RECALLABLE, DELETED, UPDATED, FAILED = (
 
 
 # Only touch a hash that exists, so a late or duplicate stage cannot resurrect a finished one.
-# One call for a whole batch (it was one EVALSHA per memory).
+# One call for a whole batch rather than one EVALSHA per memory.
 _ADVANCE_IF_PENDING = """
 for _, key in ipairs(KEYS) do
   if redis.call('exists', key) == 1 then redis.call('hset', key, 'state', ARGV[1]) end
@@ -51,9 +51,8 @@ end
 
 # Queueing a batch: every record's pending hash, the in-flight set, old tombstones cleared
 # (ARGV[2] = 1) and the arrival key (ARGV[1] ms; 0 = none), in one command. As a pipeline of
-# two commands per record, redis-py's packing cost the web ~13-19 us per memory (measured with
-# 500-record Slack batches); one script call costs a fraction of it, and the broker parses one
-# command instead of a thousand. KEYS are the pending hashes; ARGV[3..] the records' JSON.
+# two commands per record, redis-py's packing is a cost per memory in the web; one script call
+# costs a fraction of it, and the broker parses one command instead of a thousand. KEYS are the pending hashes; ARGV[3..] the records' JSON.
 _MARK_QUEUED = """
 local pending_prefix, tombstone_prefix = '""" + PENDING_PREFIX + """', '""" + TOMBSTONE_PREFIX + """'
 local ids = {}

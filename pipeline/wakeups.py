@@ -2,10 +2,9 @@
 
 Dramatiq's Redis consumer finds out about new messages by polling: a fetch script every few
 milliseconds while its queue is empty. The write path needs its stages to react at once
-(accepted → recallable), so its queues were polled at up to ``QUEUE_POLL_MS`` (then 10 ms):
-every web and worker process ran a couple of hundred fetch scripts a second at idle (~700 a
-second on the broker for one web and two workers, measured), and each stage picked a message
-up only at its next poll.
+(accepted → recallable), so polling would have to come every few milliseconds: every web and
+worker process would run a couple of hundred fetch scripts a second at idle, and each stage
+would still pick a message up only at its next poll.
 
 Here a sender leaves a token on the queue's wake list (``<ns>:<queue>.wake``) with every
 message, in one round trip after the enqueue; a consumer that finds its queue empty blocks
@@ -20,15 +19,13 @@ Tokens only wake; they carry nothing. The list is trimmed to a few, so a burst o
 wakes a few consumers (one fetches up to its prefetch) and a stale token costs one empty
 fetch. Acknowledgements are unaffected: Dramatiq's worker threads ack as they finish.
 
-Reacting at once has a price under load: polling every few milliseconds used to let a few
-messages queue between fetches, and the stages drain what is queued into one call
-(``pipeline.drain``); woken instantly, each stage took its messages one by one (the vector
-stage's calls carried ~8 memories instead of ~10 under single writes, and its per-call work is
-the web's). So a consumer woken while a stream is on (it took a message within ``STREAM_S``)
-waits ``LINGER_S`` before fetching; one woken at idle fetches at once. Measured back to back
-with polling (issue 6 session 17 in docs/benchmarks-log.md): the same rate and CPU per write
-under single writes from 8 clients, ~14× fewer broker scripts at idle, a quarter off a waiting
-write's latency at idle.
+Reacting at once has a price under load: a few messages that queue between fetches are
+drained into one call (``pipeline.drain``); a consumer woken instantly takes them one by one,
+in smaller calls (the vector stage's per-call work is the web's). So a consumer woken while a
+stream is on (it took a message within ``STREAM_S``) waits ``LINGER_S`` before fetching; one
+woken at idle fetches at once. Against polling: the same rate and CPU per write under single
+writes, far fewer broker scripts at idle, and a waiting write answered sooner at idle
+(docs/benchmarks-log.md, issue 6 session 17).
 """
 
 from __future__ import annotations
@@ -64,7 +61,7 @@ class WakeConsumers(dramatiq.Middleware):
         self.queues = frozenset(queues)
 
     def after_enqueue(self, broker, message, delay):
-        # A delayed message goes to the delay queue (``<q>.DQ``), polled as before; when it is
+        # A delayed message goes to the delay queue (``<q>.DQ``), which is polled; when it is
         # due it is enqueued again on its queue without a delay, and wakes it then.
         if delay is None and message.queue_name in self.queues:
             wake(broker.client, broker.namespace, message.queue_name)

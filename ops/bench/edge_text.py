@@ -29,11 +29,10 @@ from pathlib import Path
 import orjson
 
 from ops.bench.recall import make_records, vocabulary
-from pipeline import edge_text
-from pipeline import vectors as vectors_module
 from pipeline.embedding import HashEmbedder
 from pipeline.graph import Scope, TagFilter
-from pipeline.vectors import EdgeVectorStore, VectorPoint, vector_payload
+from pipeline.vectors import EdgeVectorStore, VectorPoint, edge_text, vector_payload
+from pipeline.vectors import edge as edge_store
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 500
@@ -47,16 +46,16 @@ def timed(action) -> tuple[float, float]:
 
 def write(path: str, points: list[VectorPoint], indexed: bool) -> tuple[EdgeVectorStore, tuple[float, float]]:
     """A shard holding ``points``; ``indexed=False``: the layout before the text index."""
-    saved = vectors_module.EDGE_NATIVE_FIELDS, edge_text.ensure_index
+    saved = edge_store.EDGE_NATIVE_FIELDS, edge_text.ensure_index
     if not indexed:
-        vectors_module.EDGE_NATIVE_FIELDS = saved[0] - {edge_text.TEXT_FIELD}
+        edge_store.EDGE_NATIVE_FIELDS = saved[0] - {edge_text.TEXT_FIELD}
         edge_text.ensure_index = lambda *args, **kwargs: None
     try:
         store = EdgeVectorStore(path, HashEmbedder().dimensions, optimize_min_changes=10**9)
         store.ensure_collection()
         cost = timed(lambda: [store.upsert(points[i: i + BATCH]) for i in range(0, len(points), BATCH)])
     finally:
-        vectors_module.EDGE_NATIVE_FIELDS, edge_text.ensure_index = saved
+        edge_store.EDGE_NATIVE_FIELDS, edge_text.ensure_index = saved
     return store, cost
 
 

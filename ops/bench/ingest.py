@@ -96,7 +96,7 @@ def _catch_up(stack: Stack, servers: Servers, memories: int, timeout: float) -> 
 
 
 class IndexBuilds:
-    """The Edge index builds the web process logged (``pipeline.vectors``), read by offset
+    """The Edge index builds the web process logged (``pipeline.vectors.edge``), read by offset
     into its log: how many started and finished within a phase, and their seconds."""
 
     def __init__(self, stack: Stack):

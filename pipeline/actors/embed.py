@@ -23,8 +23,8 @@ from pipeline.tracking import EMBEDDED
 def message_chunks(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
     """``items`` cut into messages of at most ``size`` (EMBED_BATCH_SIZE: one provider call each).
 
-    A batch of hundreds embedded in one message held a worker thread for minutes with the
-    local model: a stopping worker could not finish it in time, and it was all redone after
+    A batch of hundreds embedded in one message holds a worker thread for minutes with the
+    local model: a stopping worker cannot finish it in time, and all of it is redone after
     a kill. One provider call per message keeps every message short; queued ones are drained
     back into full calls when the provider keeps up (``EMBED_DRAIN_MAX_ITEMS``).
     """

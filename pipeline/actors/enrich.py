@@ -69,7 +69,7 @@ def _drain_bound(svc: Services) -> int:
     """How many memories this call may gather from further queued enrich messages.
 
     Messages are as small as the vector batches that sent them (a few ids under single
-    writes); spaCy costs 20-55 % more per text in batches of 4 than of 64 here, and each
+    writes); spaCy costs markedly more per text in small batches than in large ones, and each
     message costs its own graph round trips. So a call takes the queued run of
     enrich messages behind it (``pipeline.drain``). Not while an LLM is configured: its
     calls wait on the network and the rate limit, and one thread draining the queue would

@@ -35,8 +35,8 @@ def vector_work_item(memory: dict[str, Any], op: str, *, edge: bool = False) -> 
 
     With ``edge`` (Qdrant Edge, owned by the web process) the payload travels already in the
     shard's layout (``edge_payload``) with its point id: packing it and hashing the id here,
-    on a worker, spares the web (the one process that cannot scale out) ~15 µs per memory of
-    decoding the nested payload, packing it and deriving the id.
+    on a worker, spares the web (the one process that cannot scale out) decoding the nested
+    payload, packing it and deriving the id for every memory.
     """
     if edge:
         return {"id": memory["id"], "op": op, "text": memory["content"], "point_id": point_id_for(memory["id"]),

@@ -39,9 +39,8 @@ def _large_index_build_due(svc) -> Callable[[], bool]:
     """Does the shard hold more unindexed points than a build waits for the catch-up for?
 
     Then the build goes first (api.index_maintainer) and linking waits for it: before
-    it, every search scans every unindexed point (after a 100k import, 1.55 s for one message
-    of 500 searches; 0.4 s once built). Always False with a Qdrant server, which indexes
-    as it goes.
+    it, every search scans every unindexed point. Always False with a Qdrant server, which
+    indexes as it goes.
     """
     bound = svc.settings.edge_optimize_similarity_wait_max_changes
     return lambda: getattr(svc.vectors, "pending_changes", lambda: 0)() > bound

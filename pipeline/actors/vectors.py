@@ -17,14 +17,14 @@ import dramatiq
 
 from pipeline.actors.context import services
 from pipeline.broker import VECTORS_QUEUE
-from pipeline.vector_collections import CollectionSpec, CollectionState
 from pipeline.drain import drain_bound, draining
 from pipeline.maintenance.migrate import MIGRATE_OP, settle_outstanding
 from pipeline.packing import pack_vector, unpack_vector_f32, vector_of
 from pipeline.resilience import store_call
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
-from pipeline.edge_payload import PackedPayload
 from pipeline.vectors import VectorPoint, vector_payload
+from pipeline.vectors.edge_payload import PackedPayload
+from pipeline.vectors.registry import CollectionSpec, CollectionState
 
 
 def vector_for(item: dict[str, Any], spec: CollectionSpec, state: CollectionState) -> Sequence[float] | None:
@@ -89,7 +89,7 @@ def _live_vector(item: dict[str, Any], state: CollectionState) -> dict[str, Any]
     """What SIMILAR_TO needs of an indexed item: its id and its live vector, packed.
 
     A vector the embed stage packed is passed on as it came: decoding 384 floats to a list
-    and packing them again per memory was a measurable share of the vector owner's CPU.
+    and packing them again per memory would be a measurable share of the vector owner's CPU.
     """
     packed = (item.get("vectors_f32") or {}).get(state.live.name)
     if packed is not None:

@@ -15,7 +15,7 @@ import unicodedata
 _SEPARATORS = (":", "_", "-", "/")
 _SPACE = re.compile(r"\s+")
 # Trailing punctuation and surrounding quotes do not make a message different.
-_EDGE_PUNCTUATION = " \t\n.,;:!?\"'`"
+_END_PUNCTUATION = " \t\n.,;:!?\"'`"
 
 
 def is_scope_tag(tag: str, prefixes: tuple[str, ...]) -> bool:
@@ -35,7 +35,7 @@ def scope_tags(tags: list[str], prefixes: tuple[str, ...]) -> list[str]:
 
 def normalise_content(content: str) -> str:
     text = unicodedata.normalize("NFKC", content).casefold()
-    return _SPACE.sub(" ", text).strip(_EDGE_PUNCTUATION)
+    return _SPACE.sub(" ", text).strip(_END_PUNCTUATION)
 
 
 def content_fingerprint(content: str, scopes: list[str]) -> str:

@@ -7,9 +7,9 @@ Parameterised throughout: values only ever reach FalkorDB as parameters.
 asks for ``id(m) > $after AND id(m) <= $upper`` with ``$upper`` a bounded window above the
 cursor; FalkorDB serves both bounds inside its label-and-id scan (GRAPH.EXPLAIN shows one
 ``Node By Label and ID Scan`` and no ``Filter``), so the sort that follows holds at most one
-window, and a page costs the same at any store size. The previous ``WHERE m.id > $after ORDER
-BY m.id LIMIT n`` let the range index filter, then projected and sorted everything after the
-cursor: its first page cost 1.6 s at 100k memories and a whole walk O(n²/page).
+window, and a page costs the same at any store size. The obvious ``WHERE m.id > $after ORDER
+BY m.id LIMIT n`` lets the range index filter, then projects and sorts everything after the
+cursor: a whole walk is O(n²/page).
 
 Memories written after a walk began may fall outside it (they get a higher id, or reuse a
 deleted one below the cursor); the next run covers them. A redelivered step carries the same

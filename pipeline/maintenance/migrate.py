@@ -1,7 +1,7 @@
 """Migrate: move the vector index to a new embedding dimension without a mixed collection.
 
 ``POST /admin/reembed`` starts this cycle when the configured dimension differs from the live
-collection's (see ``pipeline.vector_collections``). Phases, one page per step as every cycle:
+collection's (see ``pipeline.vectors.registry``). Phases, one page per step as every cycle:
 
 1. prepare (vectors): create the target collection (a versioned name) and record it as the
    migration's target — from then on every write is embedded for it too and every delete
@@ -14,7 +14,7 @@ collection's (see ``pipeline.vector_collections``). Phases, one page per step as
    ``STALL_SECONDS``: a dead-lettered message), then walk the graph again and re-queue every
    memory the target lacks; repeat until a pass finds none missing.
 4. switch (vectors): the target becomes live in one atomic step — readers and writers of
-   every process follow within ``pipeline.vector_collections.CACHE_SECONDS``.
+   every process follow within ``pipeline.vectors.registry.CACHE_SECONDS``.
 5. retire (vectors, ``RETIRE_DELAY_SECONDS`` later): drop the old collection. Until the
    switch, recall searches the old collection with the old embedding, unchanged.
 
@@ -30,12 +30,12 @@ from typing import Any
 
 import redis as redis_lib
 
-from pipeline.vector_collections import CollectionSpec
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, VECTORS, Phase, RunContext, StepResult
 from pipeline.maintenance.runs import state_key
 from pipeline.resilience import store_call
 from pipeline.vectors import vector_payload
+from pipeline.vectors.registry import CollectionSpec
 
 MIGRATE_OP = "migrate"
 WAIT_POLL_SECONDS = 1.0

@@ -1,4 +1,4 @@
-"""Edges consolidation writes. Relationship types are fixed names here, never input.
+"""Relationships consolidation writes. Relationship types are fixed names here, never input.
 
 ``DISCOVERED`` is one of the system relation types (with ``SIMILAR_TO`` and ``PRECEDED_BY``);
 members of a cluster point at their MetaPattern with ``EXEMPLIFIES`` (the member exemplifies

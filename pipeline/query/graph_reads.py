@@ -53,7 +53,7 @@ def neighbours(
     """
     if not seed_ids or per_seed <= 0:
         return {}
-    # Untyped match + a type list parameter measured faster than an 11-way type alternation.
+    # Untyped match + a type list parameter: faster than an 11-way type alternation.
     cypher = (
         "UNWIND $ids AS id "
         "MATCH (s:Memory {id: id})-[r]-(o:Memory) "
@@ -84,7 +84,7 @@ def replacements(graph: GraphStore, memory_ids: list[str]) -> dict[str, tuple[st
     if not memory_ids:
         return {}
     # Every recall runs this over its whole candidate pool (80 ids in a tag scope). One index
-    # scan over the id list measured 0.80 ms against 0.93 ms for a lookup per UNWIND row.
+    # scan over the id list is cheaper than a lookup per UNWIND row.
     cypher = (
         f"MATCH (a:Memory)-[r{pattern(SUPERSEDING_TYPES)}]->(b:Memory) WHERE a.id IN $ids "
         "WITH a.id AS id, r, b ORDER BY coalesce(r.updated_at, b.timestamp) DESC "

@@ -9,8 +9,8 @@ matches of one query, or its candidate pool), never the whole store: IDF then sa
 separates the candidates of this query, and the cost stays a millisecond or two.
 
 Why not bm25s or rank_bm25's index: they build a corpus index first (bm25s: scipy sparse
-matrices), which is the right trade for a static corpus searched many times but cost
-60–300 ms per query here for ~350 documents scored once (the formula below: ~1.5 ms).
+matrices), which is the right trade for a static corpus searched many times but costs far
+more than the formula below for a few hundred documents scored once.
 Stemming is PyStemmer's Snowball English stemmer, so "painting"/"painted"/"paints" meet.
 """
 

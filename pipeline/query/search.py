@@ -95,6 +95,16 @@ def time_key(memory: dict[str, Any]) -> float:
     return float("-inf")
 
 
+def _admit_metadata_matches(pool: list[Candidate], matches: list[Candidate]) -> None:
+    """Add the metadata sidecar's matches to ``pool``; one already there keeps the stronger metadata score."""
+    by_id = {c.id: c for c in pool}
+    for match in matches:
+        if match.id in by_id:  # a strong metadata match upgrades what is already in the pool
+            by_id[match.id].metadata = max(by_id[match.id].metadata, match.metadata)
+        else:
+            pool.append(match)
+
+
 class QuerySearch:
     def __init__(self, sources: CandidateSources, policy: SearchPolicy, executor: Executor | None = None):
         self._sources = sources
@@ -136,9 +146,8 @@ class QuerySearch:
                                 [c.id for c in pool[: self._policy.neighbour_seeds]])
         if text and (always or len(pool) < request.limit):
             # "fill" tops the pool up to the fetch size; "always" also brings its own share, a few
-            # per requested result: BM25-ranked, the best matches are at the top (LoCoMo dev: a
-            # share of 20 at limit 10 recalls within 0.003 of 80, with half the pool to score;
-            # 10, the tuned profile's, within 0.004 of 20)
+            # per requested result: BM25-ranked, the best matches are at the top, so a small
+            # share recalls about as well as a large one with less to score
             slots = fetch - len(pool)
             found = None
             if early_keywords is not None:
@@ -159,12 +168,7 @@ class QuerySearch:
                 log.warning("neighbouring memories not read: %s", exc)
             seen = {c.id for c in pool}
         if sidecar is not None:
-            by_id = {c.id: c for c in pool}
-            for match in sidecar.result():
-                if match.id in by_id:  # a strong metadata match upgrades what is already in the pool
-                    by_id[match.id].metadata = max(by_id[match.id].metadata, match.metadata)
-                else:
-                    pool.append(match)
+            _admit_metadata_matches(pool, sidecar.result())
         if text and ctx.vector_status.enabled and len(pool) > len(seen_vector):
             # full-text and sidecar admissions get the similarity a vector hit would have had
             self._sources.score_vectors(vector, [c for c in pool if c.id not in seen_vector])
@@ -274,7 +278,7 @@ class QuerySearch:
 
         Scoring each sub-query's pool on its own and merging by score lets a name-only sub-query
         ("Caroline": exact, tag and keyword all fire on the name) flood the top with every turn of
-        that person (LoCoMo recall@10 0.015, docs/benchmarks-log.md, auto_decompose session 12).
+        that person (docs/benchmarks-log.md, auto_decompose session 12).
         """
         text = request.query.strip()
         keywords = extract_keywords(text)

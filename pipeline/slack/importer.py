@@ -91,70 +91,101 @@ def import_export(
     directory, conversations, team = export.directory()
     summary = ImportSummary(workspace=workspace or team or export.path.stem, conversations=len(conversations))
     started = time.monotonic()
-    batch: list[dict[str, Any]] = []
-    pool = ThreadPoolExecutor(in_flight, thread_name_prefix="import-send") if in_flight > 1 else None
-    pending: deque[Future] = deque()
+    sender = _Sender(sink, summary, batch_size, in_flight)
+    counts: dict[str, int] = {}
+    try:
+        files = _map_and_send(export, conversations, directory, rules, sender, counts, progress)
+        sender.flush()
+        sender.drain()
+        if progress and files:
+            progress(files, summary)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        sender.abandon()
+    finally:
+        sender.close()
+        summary.non_message_files = counts.get("non_message_files", 0)
+        summary.seconds = time.monotonic() - started
+    return summary
 
-    def account(outcome: BatchOutcome) -> None:
+
+def _map_and_send(export: SlackExport, conversations, directory, rules: MappingRules, sender: "_Sender",
+                  counts: dict[str, int], progress: Progress | None) -> int:
+    """Map every message of ``conversations`` and hand the memories to ``sender``; reports
+    progress as each day file is finished and returns how many day files were read."""
+    summary = sender.summary
+    files_done = 0
+    last_file = None
+    for conversation in conversations:
+        channel = Channel(conversation.id, conversation.name)
+        for item in export.messages(conversation, counts):
+            if (conversation.folder, item.day_file) != last_file:
+                if last_file is not None:
+                    files_done += 1
+                    if progress:
+                        progress(files_done, summary)
+                last_file = (conversation.folder, item.day_file)
+            summary.messages += 1
+            mapped = map_message(item.message, summary.workspace, channel, directory, rules)
+            if isinstance(mapped, Skip):
+                summary.skipped[mapped.reason] += 1
+                continue
+            sender.add(mapped)
+    return files_done + 1 if last_file is not None else 0
+
+
+class _Sender:
+    """Gathers memories into batches and sends them, up to ``in_flight`` batches on their way
+    at once, counting each batch's outcome into the summary."""
+
+    def __init__(self, sink: BatchSink, summary: ImportSummary, batch_size: int, in_flight: int):
+        self.summary = summary
+        self._sink = sink
+        self._batch_size = batch_size
+        self._in_flight = in_flight
+        self._batch: list[dict[str, Any]] = []
+        self._pool = ThreadPoolExecutor(in_flight, thread_name_prefix="import-send") if in_flight > 1 else None
+        self._pending: deque[Future] = deque()
+
+    def add(self, memory: dict[str, Any]) -> None:
+        self._batch.append(memory)
+        if len(self._batch) >= self._batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._batch:
+            return
+        if self._pool is None:
+            self._account(self._sink.send(list(self._batch)))
+        else:
+            while len(self._pending) >= self._in_flight:
+                self._account(self._pending.popleft().result())
+            self._pending.append(self._pool.submit(self._sink.send, list(self._batch)))
+        self._batch.clear()
+
+    def drain(self) -> None:
+        while self._pending:
+            self._account(self._pending.popleft().result())
+
+    def abandon(self) -> None:
+        """On an interrupt: drop the unsent batch, wait for and count the ones on their way."""
+        # What was mapped but not yet sent is neither imported nor skipped: don't count it.
+        self.summary.messages -= len(self._batch)
+        self._batch.clear()
+        for future in self._pending:  # batches already on their way are waited for and counted
+            try:
+                self._account(future.result())
+            except Exception as exc:  # noqa: BLE001 - reported, the re-run picks them up
+                self.summary.errors.append(str(exc))
+        self._pending.clear()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def _account(self, outcome: BatchOutcome) -> None:
+        summary = self.summary
         summary.imported += outcome.accepted
         summary.duplicates += outcome.unchanged
         summary.failed += outcome.failed
         summary.errors += outcome.errors[: max(0, 20 - len(summary.errors))]
-
-    def flush() -> None:
-        if not batch:
-            return
-        if pool is None:
-            account(sink.send(list(batch)))
-        else:
-            while len(pending) >= in_flight:
-                account(pending.popleft().result())
-            pending.append(pool.submit(sink.send, list(batch)))
-        batch.clear()
-
-    def drain() -> None:
-        while pending:
-            account(pending.popleft().result())
-
-    counts: dict[str, int] = {}
-    files_done = 0
-    last_file = None
-    try:
-        for conversation in conversations:
-            channel = Channel(conversation.id, conversation.name)
-            for item in export.messages(conversation, counts):
-                if (conversation.folder, item.day_file) != last_file:
-                    if last_file is not None:
-                        files_done += 1
-                        if progress:
-                            progress(files_done, summary)
-                    last_file = (conversation.folder, item.day_file)
-                summary.messages += 1
-                mapped = map_message(item.message, summary.workspace, channel, directory, rules)
-                if isinstance(mapped, Skip):
-                    summary.skipped[mapped.reason] += 1
-                    continue
-                batch.append(mapped)
-                if len(batch) >= batch_size:
-                    flush()
-        flush()
-        drain()
-        if progress and last_file is not None:
-            progress(files_done + 1, summary)
-    except KeyboardInterrupt:
-        summary.interrupted = True
-        # What was mapped but not yet sent is neither imported nor skipped: don't count it.
-        summary.messages -= len(batch)
-        batch.clear()
-        for future in pending:  # batches already on their way are waited for and counted
-            try:
-                account(future.result())
-            except Exception as exc:  # noqa: BLE001 - reported, the re-run picks them up
-                summary.errors.append(str(exc))
-        pending.clear()
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-        summary.non_message_files = counts.get("non_message_files", 0)
-        summary.seconds = time.monotonic() - started
-    return summary

@@ -173,7 +173,7 @@ def test_long_content_gets_an_extractive_summary_recall_returns(api):
     assert result[0]["id"] == memory_id
 
 
-def _edge_stamps(stack, source: str, target: str) -> list[tuple]:
+def _link_stamps(stack, source: str, target: str) -> list[tuple]:
     rows = stack_graph(stack).query(
         "MATCH (:Memory {id: $a})-[r:LEADS_TO]->(:Memory {id: $b}) RETURN r.created_at, r.updated_at, r.updated_epoch",
         {"a": source, "b": target}).result_set
@@ -186,16 +186,16 @@ def test_associate_single_batch_and_errors(api, stack):
     response = api.post("/associate", json={"memory1_id": a, "memory2_id": b, "type": "LEADS_TO", "strength": 0.9})
     assert response.status_code == 201, response.text
     assert response.json()["relation_type"] == "LEADS_TO"
-    edge = related(api, a)
-    assert [(r["id"], r["relation_type"], r["strength"], r["direction"]) for r in edge] == [(b, "LEADS_TO", 0.9, "outgoing")]
-    [(created, updated, epoch)] = _edge_stamps(stack, a, b)
-    assert created == updated == edge[0]["updated_at"]
+    links = related(api, a)
+    assert [(r["id"], r["relation_type"], r["strength"], r["direction"]) for r in links] == [(b, "LEADS_TO", 0.9, "outgoing")]
+    [(created, updated, epoch)] = _link_stamps(stack, a, b)
+    assert created == updated == links[0]["updated_at"]
     assert datetime.fromisoformat(updated).timestamp() == pytest.approx(epoch)
     # the same association again updates the edge, never adds a second one; created_at stays
     time.sleep(0.01)
     assert api.post("/associate", json={"memory1_id": a, "memory2_id": b, "type": "LEADS_TO", "strength": 0.4}).status_code == 201
     assert [(r["id"], r["strength"]) for r in related(api, a)] == [(b, 0.4)]
-    [(created_again, updated_again, epoch_again)] = _edge_stamps(stack, a, b)
+    [(created_again, updated_again, epoch_again)] = _link_stamps(stack, a, b)
     assert created_again == created and updated_again > updated and epoch_again > epoch
 
     batch = api.post("/associate", json={"associations": [

@@ -41,7 +41,7 @@ def _memories(graph: GraphStore, scopes: list[str], count: int) -> list[tuple[st
     return [(r.id, base + 60 * i) for i, r in enumerate(records)]
 
 
-def _edges(graph: GraphStore, scope: str) -> list[tuple[str, str]]:
+def _chain_links(graph: GraphStore, scope: str) -> list[tuple[str, str]]:
     rows = graph.run_read("MATCH (a:Memory)-[r:PRECEDED_BY {scope: $s}]->(b:Memory) RETURN a.id, b.id", {"s": scope})
     return sorted((a, b) for a, b in rows)
 
@@ -51,7 +51,7 @@ def _expected(memories: list[tuple[str, float]]) -> list[tuple[str, str]]:
     return sorted(zip(ids[1:], ids[:-1]))
 
 
-def test_one_batch_of_neighbours_writes_each_edge_once(chain_stores):
+def test_one_batch_of_neighbours_writes_each_link_once(chain_stores):
     graph, broker = chain_stores
     scopes = [f"conversation:{uuid.uuid4().hex[:8]}", f"session:{uuid.uuid4().hex[:8]}"]
     for count in (3, 64):  # a short run and a full message of neighbours, each as one batch
@@ -59,7 +59,7 @@ def test_one_batch_of_neighbours_writes_each_edge_once(chain_stores):
         linker = SequenceLinker(broker, graph)
         linker.link([Placed(m, s, epoch) for m, epoch in memories for s in scopes], "2024-03-01T00:00:00+00:00", 1.0)
         for scope in scopes:
-            assert _edges(graph, scope) == _expected(memories), (count, scope)
+            assert _chain_links(graph, scope) == _expected(memories), (count, scope)
         graph.run_write("MATCH (n) DETACH DELETE n")
         broker.flushdb()
 
@@ -85,8 +85,8 @@ def test_shuffled_batches_on_two_threads_leave_one_exact_chain(chain_stores):
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(link, batches))
     for scope in scopes:
-        assert _edges(graph, scope) == _expected(memories), scope
+        assert _chain_links(graph, scope) == _expected(memories), scope
     # Linking everything again (a redelivered message) changes nothing.
     link(memories)
     for scope in scopes:
-        assert _edges(graph, scope) == _expected(memories), scope
+        assert _chain_links(graph, scope) == _expected(memories), scope

@@ -13,9 +13,11 @@ import pytest
 from falkordb import FalkorDB
 from slack_sdk.signature import SignatureVerifier
 
+from ops.bench.stack import ADMIN_TOKEN, API_TOKEN, Stack, wait_until
+from pipeline.broker import PERSIST_QUEUE
 from pipeline.graph import GraphStore
 from pipeline.threads import PART_OF
-from ops.bench.stack import ADMIN_TOKEN, API_TOKEN, Stack, wait_until
+from tests.queues import held_message_ids, write_path_idle
 
 pytestmark = pytest.mark.integration
 SLACK_DEV = Path("/work/shared/data/slack-dev")
@@ -102,13 +104,13 @@ def test_batch_partial_failure_is_207_with_per_item_errors(api):
         ({"memories": [{"content": "x"}] * 501}, "memories"),
     ],
 )
-def test_batch_body_errors_are_400_and_store_nothing(api, body, field):
-    before = _health(api)["queues"]["persist"]
+def test_batch_body_errors_are_400_and_store_nothing(api, stack, body, field):
+    before = held_message_ids(stack, PERSIST_QUEUE)
     response = api.post("/memory/batch", json=body)
     assert response.status_code == 400
     envelope = response.json()
     assert envelope["status"] == "error" and envelope["code"] == 400 and envelope["message"].startswith(field)
-    assert _health(api)["queues"]["persist"] == before
+    assert held_message_ids(stack, PERSIST_QUEUE) - before == set()  # this request queued nothing
 
 
 def test_backpressure_answers_429_with_retry_after_then_recovers(make_stack):
@@ -167,8 +169,9 @@ def test_slack_export_imports_reconciles_and_reimports_nothing(make_stack, name)
         again = _import(stack, export)
         assert again["imported"] == 0 and again["duplicates"] == summary["imported"]
         assert again["skipped"] == summary["skipped"]
-        time.sleep(1)
-        assert _health(api)["memory_count"] == summary["imported"]
+        # Whatever the second import queued has been through the write path: it added nothing.
+        health = wait_until(lambda: write_path_idle(h := _health(api)) and h, timeout=60, message="write path idle")
+        assert health["memory_count"] == summary["imported"]
 
 
 def test_slack_threads_tags_rendering_and_recall(make_stack):
@@ -293,7 +296,7 @@ def test_slack_events_new_changed_deleted_threaded_retried_and_refused(make_stac
         assert slack.post(new, ts=int(time.time()) - 3600).status_code == 401
         assert SlackClient(stack, secret="another-secret").post(new).status_code == 401
         assert httpx.post(slack.url, json=new).status_code == 401
-        time.sleep(0.5)
+        assert held_message_ids(stack, PERSIST_QUEUE) == set()  # this stack's first write: none queued
         assert api.get("/memory/slack:TEVENTS:" + channel + ":1700000000.000001").status_code == 404
 
         # new message

@@ -320,7 +320,13 @@ def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
         # Count from the first scheduled runs: on a loaded machine a clock takes seconds to boot.
         started = redis.Redis.from_url(stack.redis_url)
         wait_until(lambda: len(started.hgetall("mempipe:clock:last_run")) == 2, timeout=60, message="clocks running")
-        time.sleep(7)
+        # Running until each cycle has finished three scheduled runs: one per interval is the
+        # clocks' promise, so that takes a few intervals, and more if a clock doubled a run.
+        with stack.client() as api:
+            def finished(kind: str) -> int:
+                return sum(1 for h in api.get("/consolidate/status").json()["history"] if h["kind"] == kind)
+            wait_until(lambda: min(finished("sync"), finished("decay")) >= 3, timeout=10 * interval,
+                       interval=0.2, message="three scheduled runs of each cycle")
     finally:
         for clock in clocks:
             clock.terminate()

@@ -60,8 +60,10 @@ def test_queue_depth_age_then_worker_exporter(servers):
             # No worker yet: the write waits in the persist queue and ages there.
             response = api.post("/memory", params={"wait": "false"}, json={"content": "waiting in line"})
             assert response.status_code == 202
-            time.sleep(0.3)
-            text = api.get("/metrics").text
+            text = wait_until(
+                lambda: (t := api.get("/metrics").text)
+                and (value(t, "mempipe_queue_oldest_message_age_seconds", queue="persist") or 0) >= 0.3 and t,
+                timeout=10, interval=0.05, message="the waiting write aged 0.3 s")
             assert value(text, "mempipe_queue_waiting_messages", queue="persist") == 1
             assert value(text, "mempipe_queue_oldest_message_age_seconds", queue="persist") >= 0.3
             assert value(text, "mempipe_queue_oldest_message_age_seconds", queue="embed") == 0

@@ -8,6 +8,7 @@ which is what a SIGKILLed process leaves in Redis (its ack set and a stale heart
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -27,6 +28,10 @@ QUEUE_POLL_MS = 100
 # The longest any idle consumer of ours waits between fetches (the cold queues back off to this).
 FETCH_WAIT_MS = max(QUEUE_POLL_MS, COLD_POLL_MS)
 BOUND_S = redelivery_bound_s(HEARTBEAT_TIMEOUT_MS, FETCH_WAIT_MS)
+# Dramatiq's consumer of a cold queue sleeps 5 ms after its first empty fetch and doubles that
+# (with jitter) after every further one, up to COLD_POLL_MS: from this many misses in a row on,
+# each of its waits is its longest.
+LONGEST_WAIT_MISSES = math.ceil(math.log2(COLD_POLL_MS / 5)) + 1
 
 
 @pytest.fixture()
@@ -68,6 +73,18 @@ def run_worker(broker, queue: str) -> dramatiq.Worker:
     worker = dramatiq.Worker(broker, queues={queue}, worker_threads=1)
     worker.start()
     return worker
+
+
+def wait_backed_off(worker: dramatiq.Worker) -> None:
+    """Until every cold consumer of ``worker`` (its delay queue's, a cold queue's) is in its
+    longest wait between fetches: the worst moment for a message to arrive. The write-path
+    consumers wait on their wake lists for QUEUE_POLL_MS from the first miss on."""
+    def cold_consumers():
+        consumers = [thread.consumer for thread in worker.consumers.values()]
+        return None if None in consumers else [c for c in consumers if not hasattr(c, "inner")]
+
+    wait_until(lambda: (cold := cold_consumers()) and all(c.misses >= LONGEST_WAIT_MISSES for c in cold),
+               timeout=10 * COLD_POLL_MS / 1000, interval=0.02, message="cold consumers in their longest wait")
 
 
 def take_and_die(settings: Settings, queue: str, count: int) -> None:
@@ -129,7 +146,7 @@ def test_a_delayed_message_on_a_write_path_queue_runs_soon_after_its_delay_at_id
     recorder = Recorder(live, "embed")
     worker = run_worker(live, "embed")
     try:
-        time.sleep(COLD_POLL_MS / 1000)  # every consumer backed off to its longest wait
+        wait_backed_off(worker)
         sent_at = time.monotonic()
         recorder.actor.send_with_options(args=(7,), delay=500)
         wait_until(lambda: recorder.calls, timeout=2 * (0.5 + BOUND_S), interval=0.02, message="delayed message run")
@@ -144,7 +161,7 @@ def test_a_failed_message_is_retried_after_its_backoff_at_idle(settings):
     recorder = Recorder(live, "persist", fail_first=2)
     worker = run_worker(live, "persist")
     try:
-        time.sleep(COLD_POLL_MS / 1000)
+        wait_backed_off(worker)
         recorder.actor.send(1)
         # Two failures, each retried after at most RETRY_MAX_BACKOFF_MS, then fetched again.
         retry_bound = 2 * (settings.retry_max_backoff_ms + FETCH_WAIT_MS) / 1000
@@ -166,7 +183,7 @@ def test_an_exhausted_message_reaches_the_dead_letters_and_a_replay_runs_at_idle
         wait_until(lambda: live.client.zcard(f"{NAMESPACE}:vectors.XQ") == 1, timeout=2 * retry_bound,
                    interval=0.02, message="the message dead-lettered after its one retry")
         assert len(recorder.calls) == 2
-        time.sleep(COLD_POLL_MS / 1000)  # idle again
+        wait_backed_off(worker)  # idle again
         assert deadletters.replay(live, ("vectors",)) == 1
         # Replayed through the broker: woken at once, fetched within QUEUE_POLL_MS even without.
         wait_until(lambda: len(recorder.calls) == 3, timeout=2 * FETCH_WAIT_MS / 1000, interval=0.02,

@@ -17,7 +17,7 @@ import pytest
 from ops.redis_servers import free_port
 from tests.graph_helpers import stack_graph
 from tests.integration.test_mcp import mcp_session
-from ops.bench.stack import ADMIN_TOKEN
+from ops.bench.stack import ADMIN_TOKEN, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.security]
 
@@ -56,10 +56,8 @@ def _make_clique(stack, api):
                                                              "tags": [tag]} for i in range(CLIQUE)]})
     assert response.status_code in (201, 202), response.text
     ids = [item["memory_id"] for item in response.json()["results"]]
-    deadline = time.monotonic() + 30
-    while api.get("/memory/by-tag", params={"tags": tag, "limit": 200}).json()["count"] < CLIQUE:
-        assert time.monotonic() < deadline, "clique not persisted"
-        time.sleep(0.2)
+    wait_until(lambda: api.get("/memory/by-tag", params={"tags": tag, "limit": 200}).json()["count"] >= CLIQUE,
+               timeout=30, interval=0.2, message="clique persisted")
     stack_graph(stack).query(
         "UNWIND $ids AS a UNWIND $ids AS b WITH a, b WHERE a < b "
         "MATCH (x:Memory {id: a}), (y:Memory {id: b}) CREATE (x)-[:RELATES_TO {strength: 0.5}]->(y)", {"ids": ids})

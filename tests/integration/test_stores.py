@@ -14,7 +14,7 @@ from falkordb import FalkorDB
 from pipeline.config import Settings
 from pipeline.errors import VectorSizeMismatch
 from pipeline.graph import GraphStore, Scope, TagFilter
-from pipeline.records import build_new_record, Limits, point_id_for
+from pipeline.records import Limits, build_new_record, point_id_for
 from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
 
 pytestmark = pytest.mark.integration
@@ -283,7 +283,7 @@ def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintena
     from api.index_maintainer import IndexMaintainer
     from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 
-    caplog.set_level(logging.INFO, logger="pipeline.vectors")
+    caplog.set_level(logging.INFO, logger="pipeline.vectors.edge")
 
     store = EdgeVectorStore(str(tmp_path / "shard"), SIZE, optimize_min_changes=5, optimize_quiet_s=0.3)
     store.ensure_collection()
@@ -306,7 +306,7 @@ def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintena
         maintainer.join(5)
     assert shard.optimize_threads == ["vector-maintenance"]  # once, off the request path
     # Logged around the build (it holds vector writes): what changed and how long it took.
-    builds = [(r.getMessage(), getattr(r, "changes", None)) for r in caplog.records if r.name == "pipeline.vectors"]
+    builds = [(r.getMessage(), getattr(r, "changes", None)) for r in caplog.records if r.name == "pipeline.vectors.edge"]
     assert builds == [(INDEX_BUILD_STARTED, 6), (INDEX_BUILD_FINISHED, 6)]
     finished = next(r for r in caplog.records if r.getMessage() == INDEX_BUILD_FINISHED)
     assert isinstance(finished.seconds, float) and finished.seconds >= 0
@@ -395,11 +395,12 @@ def test_an_older_edge_shard_is_migrated_once_by_maintenance(tmp_path, monkeypat
     """A shard written before content was a native field (content inside the packed document,
     no marker) answers keyword search from the graph (None) until maintain() repacks it; then its
     payloads read back unchanged and the text index finds them."""
-    from pipeline import edge_text, vectors as vectors_module
+    from pipeline.vectors import edge as edge_store
+    from pipeline.vectors import edge_text
 
     path = str(tmp_path / "old")
-    old_native = vectors_module.EDGE_NATIVE_FIELDS - {edge_text.TEXT_FIELD}
-    monkeypatch.setattr(vectors_module, "EDGE_NATIVE_FIELDS", old_native)
+    old_native = edge_store.EDGE_NATIVE_FIELDS - {edge_text.TEXT_FIELD}
+    monkeypatch.setattr(edge_store, "EDGE_NATIVE_FIELDS", old_native)
     old = EdgeVectorStore(path, SIZE)
     old.ensure_collection()
     old.upsert([text_point(m, i, text, ["chat:a"]) for i, (m, text) in enumerate(TEXTS.items()) if m != "gone"])

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import httpx
 import pytest
 
 from ops.bench.stack import ADMIN_TOKEN, API_TOKEN, AUTH, wait_until
+from pipeline.broker import HOT_QUEUES, PERSIST_QUEUE
+from tests.queues import consumers_waiting, held_message_ids
 
 pytestmark = pytest.mark.integration
 
@@ -135,24 +136,24 @@ BAD_WRITES = [
 
 
 @pytest.mark.parametrize("body, status, field", BAD_WRITES)
-def test_bad_writes_are_rejected_and_store_nothing(api, body, status, field):
+def test_bad_writes_are_rejected_and_store_nothing(api, stack, body, status, field):
     tag = scope()
     if "tags" not in body:
         body = {**body, "tags": [tag]}
-    before = api.get("/health").json()
+    before = held_message_ids(stack, PERSIST_QUEUE)
     response = api.post("/memory", json=body)
     assert response.status_code == status
     envelope = response.json()
     assert envelope["status"] == "error" and envelope["code"] == status
     assert envelope["message"].startswith(field), envelope["message"]
-    after = api.get("/health").json()
-    assert after["queues"]["persist"] == before["queues"]["persist"] == 0
+    # Nothing queued by this request (whatever earlier tests left is theirs), nothing stored.
+    assert held_message_ids(stack, PERSIST_QUEUE) - before == set()
     assert api.get("/recall", params={"tags": tag}).json()["count"] == 0
 
 
-def test_malformed_and_oversized_bodies(api):
+def test_malformed_and_oversized_bodies(api, stack):
     tag = scope()
-    before = api.get("/health").json()
+    before = held_message_ids(stack, PERSIST_QUEUE)
     truncated = f'{{"content": "cut short", "tags": ["{tag}"]'.encode()
     for body in (b"{not json", truncated, b""):
         response = api.post("/memory", content=body, headers={"content-type": "application/json"})
@@ -162,7 +163,7 @@ def test_malformed_and_oversized_bodies(api):
     assert response.status_code == 413 and response.json()["status"] == "error"
     assert "body" in response.json()["message"]
     # Nothing of them was queued or stored.
-    assert api.get("/health").json()["queues"]["persist"] == before["queues"]["persist"] == 0
+    assert held_message_ids(stack, PERSIST_QUEUE) - before == set()
     assert api.get("/recall", params={"tags": tag}).json()["count"] == 0
     assert api.get("/memory/by-tag", params={"tags": tag}).json()["count"] == 0
 
@@ -204,17 +205,24 @@ def test_unknown_route_uses_the_envelope(api):
     assert response.status_code == 404 and response.json()["status"] == "error"
 
 
-def test_health_reports_the_pipeline(api):
-    health = api.get("/health").json()
+def test_health_reports_the_pipeline(make_stack):
+    # A stack of its own: the counts are this test's writes, not what other tests left queued.
+    stack = make_stack()
+    stack.start_web()
+    stack.start_worker(processes=1, threads=2)
+    with stack.client() as api:
+        for i in range(2):
+            response = api.post("/memory", json={"content": f"health note {i}", "tags": [scope()]})
+            assert response.status_code in (201, 202), response.text  # 202: slower than the wait bound
+        # Recallable means in both stores; the bound is the write path's, on a cold stack.
+        health = wait_until(lambda: (h := api.get("/health").json())["memory_count"] == h["vector_count"] == 2 and h,
+                            timeout=60, message="both writes in the graph and the vector index")
     assert health["status"] == "healthy"
     assert health["broker"] == health["falkordb"] == health["qdrant"] == "connected"
     assert health["vector_backend"] == "qdrant-edge"
     assert set(health["queues"]) == {"persist", "embed", "vectors", "enrich", "similarity", "maintenance"}
     assert health["dead_letter_count"] == 0
     assert health["embedding"]["provider"] == "hash" and "warning" in health["embedding"]
-    # Both counts converge once the pipeline has drained what earlier tests queued.
-    wait_until(lambda: (h := api.get("/health").json())["memory_count"] == h["vector_count"], timeout=120,
-               message="graph and vector counts equal")
 
 
 def test_idle_stages_are_woken_by_each_enqueue_not_by_polling(make_stack):
@@ -227,7 +235,10 @@ def test_idle_stages_are_woken_by_each_enqueue_not_by_polling(make_stack):
     with stack.client() as client:
         assert client.post("/memory", json={"content": "warm-up"}).status_code in (201, 202)
         for i in range(3):
-            time.sleep(6)  # every consumer is in its wait again
+            # Every write-path consumer back in its wait (BLPOP, up to 5 s), so only a wake-up can
+            # bring the next write through within the 2 s bound.
+            wait_until(lambda: consumers_waiting(stack) >= len(HOT_QUEUES), timeout=10, interval=0.05,
+                       message="persist, embed and vectors consumers waiting")
             response = client.post("/memory", json={"content": f"woken write {i}", "tags": [scope()]})
             assert response.status_code == 201, response.text
             assert response.json()["state"] == "recallable"

@@ -10,7 +10,7 @@ from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 
 
 def _line(message: str, **extra) -> str:
-    return json.dumps({"level": "INFO", "logger": "pipeline.vectors", "message": message, **extra}) + "\n"
+    return json.dumps({"level": "INFO", "logger": "pipeline.vectors.edge", "message": message, **extra}) + "\n"
 
 
 def test_builds_are_counted_after_an_offset_and_only_one_begun_after_it_is_complete(tmp_path):

@@ -1,6 +1,6 @@
 """The Edge payload layout: indexed fields native, the rest one document, read back as written."""
 
-from pipeline.edge_payload import DOC_KEY, needs_document, pack_payload, unpack_payload
+from pipeline.vectors.edge_payload import DOC_KEY, needs_document, pack_payload, unpack_payload
 
 NATIVE = ("memory_id", "tag_prefixes", "importance")
 
@@ -54,11 +54,11 @@ def test_partial_updates_of_a_covered_pair_merge_with_the_stored_payload():
 def test_the_persist_stage_packs_edge_payloads_that_the_vector_stage_writes_as_they_are():
     import orjson
 
-    from pipeline.actors.vectors import _payload
     from pipeline.actors.persist import vector_work_item
-    from pipeline.edge_payload import PackedPayload
+    from pipeline.actors.vectors import _payload
     from pipeline.records import point_id_for
     from pipeline.vectors import EdgeVectorStore, edge_packed_payload, plain_payload, vector_payload
+    from pipeline.vectors.edge_payload import PackedPayload
 
     memory = {"id": "slack:T1:C1:1.2", "content": "hello", "tags": ["slack", "slack:channel:general"],
               "type": "Context", "importance": 0.5, "timestamp": "2024-01-01T00:00:00+00:00", "metadata": {"k": [1, 2]}}

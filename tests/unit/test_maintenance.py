@@ -109,7 +109,7 @@ def test_clock_schedules_cycles_from_settings():
 
 
 def test_collection_registry_records_live_plans_a_target_and_switches_once():
-    from pipeline.vector_collections import CollectionRegistry
+    from pipeline.vectors.registry import CollectionRegistry
 
     client = fakeredis.FakeRedis()
     first = CollectionRegistry(client, Settings(embedding_provider="hash"), cache_seconds=0)

@@ -26,14 +26,14 @@ from starlette.requests import Request
 from api.app import create_app
 from api.mcp.rest import RestClient
 from api.mcp.server import McpEndpoint
-from pipeline import shard_lock
 from pipeline.config import Settings
-from pipeline.relationships import related
 from pipeline.graph import GraphQueryTimeout, GraphStore
 from pipeline.limits import BACKGROUND_QUERY_TIMEOUT_MS, FULLTEXT_MAX_TERMS, HINT_MAX_CHARS, TIME_QUERY_MAX_CHARS
 from pipeline.query.graph_reads import neighbours
 from pipeline.query.keywords import extract_keywords, fulltext_terms
 from pipeline.query.timewindow import parse_time_query
+from pipeline.relationships import related
+from pipeline.vectors import shard_lock
 
 pytestmark = pytest.mark.security  # pytest -m security: the security suite (docs/testing.md)
 
@@ -182,7 +182,7 @@ def test_related_walks_breadth_first_one_bounded_read_per_hop():
     rows = related(graph, "seed", ["RELATES_TO"], 3, limit=200)
     assert len(graph.reads) == 3  # one read per hop, never one variable-length path match
     for cypher, params in graph.reads:
-        assert "*" not in cypher and params["edges"] > 0 and "seed" in params["seen"]
+        assert "*" not in cypher and params["per_hop"] > 0 and "seed" in params["seen"]
     assert [r["depth"] for r in rows] == [1] * 3 + [2] * 9 + [3] * 27
     assert all(r["via"] for r in rows)
 
@@ -274,7 +274,7 @@ def test_a_second_process_cannot_open_an_owned_shard(tmp_path):
     shard = str(tmp_path / "qdrant-edge" / "memories")
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from pipeline import shard_lock
+        from pipeline.vectors import shard_lock
         shard_lock.acquire({shard!r})
         print("held", flush=True)
         sys.stdin.read()
@@ -357,7 +357,7 @@ def test_a_live_owner_on_another_host_refuses_a_second_edge_owner(tmp_path, monk
 
     import fakeredis
 
-    from pipeline import edge_owner
+    from pipeline.vectors import edge_owner
 
     broker = fakeredis.FakeRedis()
     path = str(tmp_path / "qdrant-edge" / "memories")
@@ -379,7 +379,7 @@ def test_a_live_owner_on_another_host_refuses_a_second_edge_owner(tmp_path, monk
 def test_without_the_broker_the_owner_record_is_skipped_not_fatal(tmp_path):
     import redis
 
-    from pipeline import edge_owner
+    from pipeline.vectors import edge_owner
 
     class Down:
         def __getattr__(self, name):

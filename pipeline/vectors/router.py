@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipeline.vectors import VectorHit, VectorPoint, VectorQuery, VectorRecord, VectorStore
+from pipeline.vectors.store import VectorHit, VectorPoint, VectorQuery, VectorRecord, VectorStore
 
 if TYPE_CHECKING:
     from pipeline.graph import Scope

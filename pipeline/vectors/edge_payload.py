@@ -1,12 +1,11 @@
 """How a payload is laid out inside a Qdrant Edge shard.
 
-Measured here: the Edge binding converts a Python payload key by key and value by value, at
-~10 µs each, holding the GIL. A Slack memory's payload has ~95 values (over 40 of them in its
-nested ``metadata``), so building the points of one 500-memory upsert took ~0.5-0.8 s of the
-web process's single core: the largest cost of the whole ingestion path, in the one process
-that cannot be scaled out. So only the fields a filter or an index reads stay native (the
-``native`` keys, plus ``memory_id``, which every hit is named by); everything else travels
-as one JSON string under ``DOC_KEY``: ~4× fewer values to convert.
+The Edge binding converts a Python payload key by key and value by value, holding the GIL. A
+Slack memory's payload has ~95 values (over 40 of them in its nested ``metadata``), so building
+the points of an upsert would be the largest cost of the whole ingestion path, in the one
+process that cannot be scaled out. So only the fields a filter or an index reads stay native
+(the ``native`` keys, plus ``memory_id``, which every hit is named by); everything else
+travels as one JSON string under ``DOC_KEY``: a few times fewer values to convert.
 
 Reading unpacks it again: callers see exactly the payload they wrote. Points written before
 this layout (all fields native) read back unchanged. A partial update touching a packed field
@@ -16,7 +15,7 @@ Covered fields (``covered``, {field: covering field}): a native list field whose
 partly another native field's values keeps only the rest natively. ``tag_prefixes`` holds
 every tag's colon-prefixes *including the whole tag*, which ``tags_lower`` holds already: a
 Slack memory's ~18 prefixes become the ~6 that are not tags themselves, and a filter asks
-either field (``tag_prefixes`` OR ``tags_lower``: the same set as before). The document
+either field (``tag_prefixes`` OR ``tags_lower``: the same set as the whole list). The document
 keeps the whole list, so reads see it as written. A partial update that touches either field
 of a pair needs the stored payload (to trim against the other).
 """

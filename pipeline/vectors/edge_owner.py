@@ -1,6 +1,6 @@
 """The Edge shard's owner, announced in the broker, so that a second host cannot split the index.
 
-``pipeline.shard_lock`` stops a second process on the same machine. A process on another
+``pipeline.vectors.shard_lock`` stops a second process on the same machine. A process on another
 machine (a worker given the ``vectors`` queue, a second web host) opens a shard of its own
 in its own data directory and quietly starts a second, partial index. Every process that
 opens an Edge collection shares the broker, so the owner keeps a record there,
@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 
 import redis
 
-from pipeline.shard_lock import ShardInUse
+from pipeline.vectors.shard_lock import ShardInUse
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Keyword search inside the Qdrant Edge shard: BM25 over a scored text index on ``content``.
 
-Why here and not FalkorDB's full-text index: at 100k memories the graph route read up to
-500 matches (id, content) over the socket and ranked them in Python, which more than doubled
-recall's cost (docs/benchmarks-log.md, issue 7/3). Edge keeps, per point, the stemmed terms
+Why here and not FalkorDB's full-text index: the graph route reads hundreds of matches (id,
+content) over the socket and ranks them in Python, which at scale dominates recall's cost
+(docs/benchmarks-log.md, issue 7/3). Edge keeps, per point, the stemmed terms
 and the document's length, and ranks by BM25 itself (``TextQuery``), with the same scope
 filter as the dense search: one in-process call that returns only the best few.
 
@@ -14,7 +14,7 @@ document, where no index sees it. A shard that lacks the marker file below is th
 rewritten once (every point's payload repacked, ``content`` native) by the maintenance
 thread; until the marker is written, keyword search uses the graph's full-text index. Each
 rewritten point leaves its indexed segment (Qdrant moves a point on any update), so an index
-build follows the migration (at 100k on this machine: ~47 s of repacking, then the build).
+build follows the migration.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from pipeline.edge_payload import unpack_payload
+from pipeline.vectors.edge_payload import unpack_payload
 
 TEXT_FIELD = "content"
 MARKER = "mempipe_text_index.json"

@@ -1,0 +1,358 @@
+"""The Qdrant Edge backend: the vector index in-process (the embedded default).
+
+A shard belongs to one process (``pipeline.vectors.shard_lock``, ``pipeline.vectors.edge_owner``),
+so only the web process opens it. Payloads are stored packed (``pipeline.vectors.edge_payload``)
+and keyword search runs on the shard's text index (``pipeline.vectors.edge_text``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from pipeline.graph import Scope
+from pipeline.records import point_id_for
+from pipeline.vectors import edge_text, shard_lock
+from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
+from pipeline.vectors.store import (
+    FLOAT_INDEXES,
+    KEYWORD_INDEXES,
+    VectorHit,
+    VectorPoint,
+    VectorQuery,
+    VectorRecord,
+    build_filter,
+    is_excluded,
+    size_mismatch,
+    stored_record,
+)
+
+log = logging.getLogger(__name__)
+# Logged around every Edge index build: a build holds the shard (vector writes wait behind
+# it) for seconds, so operators and the ingest benchmark need to see when one ran.
+INDEX_BUILD_STARTED = "edge index build started"
+INDEX_BUILD_FINISHED = "edge index build finished"
+# What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document):
+# the indexed ones, ``content`` included (its scored text index is keyword search, see
+# pipeline.vectors.edge_text).
+EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES + (edge_text.TEXT_FIELD,))
+# ``tag_prefixes`` natively without the whole tags (``tags_lower`` has them; filters ask both):
+# see pipeline.vectors.edge_payload.
+EDGE_COVERED_FIELDS = {"tag_prefixes": "tags_lower"}
+
+
+def edge_packed_payload(payload: dict[str, Any]) -> PackedPayload:
+    """``payload`` in the Qdrant Edge layout, ready to write (``pipeline.vectors.edge_payload``)."""
+    return PackedPayload(pack_payload(payload, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS))
+
+
+
+def _dense(vector: Any) -> list[float] | None:
+    """A returned point's vector: the unnamed dense one (Edge may return a name → vector map)."""
+    if isinstance(vector, dict):
+        vector = vector.get("") if "" in vector else next(iter(vector.values()), None)
+    return list(vector) if vector is not None else None
+
+
+
+def _edge_hit(point: Any, with_payload: bool) -> VectorHit:
+    """An Edge search hit; without ``with_payload`` only its id (the exclusion check's fields dropped)."""
+    memory_id = point.payload["memory_id"]
+    payload = unpack_payload(point.payload) if with_payload else {"memory_id": memory_id}
+    return VectorHit(memory_id, float(point.score), payload)
+
+
+class EdgeVectorStore:
+    backend = "qdrant-edge"
+
+    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0,
+                 payload_memory: str = "pinned", text_backfill: bool = False):
+        import qdrant_edge as qe
+
+        self._qe = qe
+        self._path = path
+        self._size = vector_size
+        # Recall reads the payload of every hit (40-80 per query); from the default on-disk
+        # storage each fresh point costs a read, from RAM next to nothing (docs/recall.md).
+        self._payload_memory = payload_memory
+        self._optimize_min_changes = optimize_min_changes
+        self._changes = 0
+        self._optimize_quiet_s = optimize_quiet_s
+        self._last_change = 0.0
+        self._optimize_lock = threading.Lock()
+        self._payload_lock = threading.Lock()
+        self._shard = None
+        self._text_ready = False  # every point's content in the scored text index (pipeline.vectors.edge_text)
+        # An older shard's one-off repack, then a full index build that stalls the process (the
+        # build holds the GIL): automatic only where the caller allows it (EDGE_TEXT_BACKFILL).
+        self._text_backfill = text_backfill
+
+    def ensure_collection(self) -> None:
+        qe = self._qe
+        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._size, distance=qe.Distance.Cosine),
+                               payload_memory=getattr(qe.Memory, self._payload_memory.capitalize()))
+        fresh = False
+        if self._shard is None:  # once open in this process it stays open (a shard opens once)
+            shard_lock.acquire(self._path)  # refuses, naming the holder, when another process owns it
+            try:
+                fresh = self._open(config)
+            except BaseException:
+                shard_lock.release(self._path)
+                raise
+        for name in KEYWORD_INDEXES:
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+        for name in FLOAT_INDEXES:
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
+        version = edge_text.VERSION if fresh else edge_text.marker_version(self._path)
+        edge_text.ensure_index(self._shard, qe, rebuild=0 < version < edge_text.VERSION)
+        if fresh:
+            edge_text.write_marker(self._path)
+        # An older shard answers keyword search from the graph until maintain() has repacked it.
+        self._text_ready = version == edge_text.VERSION
+
+    def _open(self, config) -> bool:
+        """Load the shard, or create it where there is none; True when created."""
+        import os
+
+        qe = self._qe
+        if os.path.isdir(self._path) and os.listdir(self._path):
+            if self._persisted_payload_memory() != self._payload_memory:
+                # Edge converts existing segments only when it rebuilds them: ask for one
+                # index build, which the maintenance thread runs once writes are quiet.
+                self._changes = max(self._changes, self._optimize_min_changes)
+            try:
+                self._shard = qe.EdgeShard.load(self._path, config)
+            except Exception as exc:  # the binding raises a generic runtime error
+                if "vector size" in str(exc):
+                    raise size_mismatch("a different number of", self._size) from exc
+                raise
+            return False
+        os.makedirs(self._path, exist_ok=True)
+        self._shard = qe.EdgeShard.create(self._path, config)
+        return True
+
+    @property
+    def text_ready(self) -> bool:
+        return self._text_ready
+
+    def backfill_text(self) -> int:
+        """Bring every point's content into the text index (once per shard); returns points rewritten."""
+        if self._text_ready:
+            return 0
+        rewritten = edge_text.backfill(self._shard, self._qe, self._pack, self._payload_lock)
+        # A payload update moves the point out of its indexed segment into the appendable one,
+        # where dense search is a full scan: the rewritten points count as changes, so the index
+        # is built again (maintain() goes on to it).
+        self._changes += rewritten
+        self._last_change = time.monotonic()
+        self._shard.flush()
+        edge_text.write_marker(self._path)
+        self._text_ready = True
+        return rewritten
+
+    def _persisted_payload_memory(self) -> str:
+        """The payload placement the shard was last opened with (``cold`` when it never said)."""
+        import json
+        import os
+
+        try:
+            with open(os.path.join(self._path, "edge_config.json"), encoding="utf-8") as handle:
+                return str(json.load(handle).get("payload_memory") or "cold")
+        except (OSError, ValueError):
+            return "cold"
+
+    def _filter(self, query: VectorQuery, exclusions: bool = True):
+        qe = self._qe
+        return build_filter(
+            query.scope, exclusions=exclusions,
+            field=lambda key, match: qe.FieldCondition(key=key, match=match),
+            one=qe.MatchValue,
+            any_of=qe.MatchAny,
+            range_=lambda key, gte, lte: qe.FieldCondition(key=key, range=qe.RangeFloat(gte=gte, lte=lte)),
+            either=lambda conditions: qe.Filter(should=conditions),
+            # no conditions: no filter at all, so the search takes its unfiltered path
+            combine=lambda must, must_not: qe.Filter(must=must or None, must_not=must_not or None) if must or must_not else None,
+        )
+
+    def upsert(self, points: list[VectorPoint]) -> None:
+        qe = self._qe
+        built = [qe.Point(p.point_id or point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in points]
+        with self._payload_lock:  # never between a payload merge's read and its write
+            self._shard.update(qe.UpdateOperation.upsert_points(built))
+        self._changes += len(points)
+        self._last_change = time.monotonic()
+
+    def delete(self, memory_ids: list[str]) -> None:
+        self._shard.update(self._qe.UpdateOperation.delete_points([point_id_for(m) for m in memory_ids]))
+        self._changes += len(memory_ids)
+        self._last_change = time.monotonic()
+
+    @staticmethod
+    def _pack(payload: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(payload, PackedPayload):
+            return payload  # packed by the sender (the persist stage)
+        return pack_payload(payload, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)  # see pipeline.vectors.edge_payload
+
+    def set_payload(self, memory_id: str, payload: dict[str, Any]) -> None:
+        self.set_payloads({memory_id: payload})
+
+    def search(self, query: VectorQuery) -> list[VectorHit]:
+        """Nearest points in scope, archived and excluded types never among them.
+
+        Optimistic: the HNSW walk checks every filter condition at every node it visits, and
+        the two exclusions nearly always match nothing, yet cost a large share of a search. So
+        the search runs without them first; only when a hit is archived or of an excluded type
+        does it run again with the full filter. When no hit is excluded, the
+        top ``limit`` of all points in scope are the top ``limit`` of the admissible ones.
+        """
+        qe = self._qe
+        with_payload = True if query.with_payload else qe.PayloadSelector.Include(["memory_id", "lifecycle", "type"])
+
+        def run(exclusions: bool):
+            return self._shard.search(qe.SearchRequest(
+                query=qe.Query.Nearest(query.vector), limit=query.limit, filter=self._filter(query, exclusions),
+                with_payload=with_payload,
+            ))
+        hits = run(exclusions=False)
+        if any(is_excluded(h.payload, query.scope) for h in hits):
+            hits = run(exclusions=True)
+        return [_edge_hit(h, query.with_payload) for h in hits]
+
+    def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
+        """Many searches in one call: less CPU per search than one call each (the engine scans an
+        unindexed segment once for the whole batch).
+
+        Optimistic about the two exclusions, as ``search``: the batch runs without them, and
+        only the queries with an archived or excluded hit run again with the full filter.
+        """
+        if not queries:
+            return []
+        qe = self._qe
+
+        def request(query: VectorQuery, exclusions: bool):
+            with_payload = True if query.with_payload else qe.PayloadSelector.Include(["memory_id", "lifecycle", "type"])
+            return qe.QueryRequest(limit=query.limit, query=qe.Query.Nearest(query.vector),
+                                   filter=self._filter(query, exclusions), with_payload=with_payload)
+
+        results = list(self._shard.query_batch(qe.QueryBatchRequest([request(q, False) for q in queries])))
+        again = [i for i, (q, hits) in enumerate(zip(queries, results)) if any(is_excluded(h.payload, q.scope) for h in hits)]
+        if again:
+            rerun = self._shard.query_batch(qe.QueryBatchRequest([request(queries[i], True) for i in again]))
+            for i, hits in zip(again, rerun):
+                results[i] = hits
+        return [[_edge_hit(h, q.with_payload) for h in hits] for q, hits in zip(queries, results)]
+
+    def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None:
+        """The ``limit`` best BM25 matches of ``text`` in scope, with payloads and vectors.
+
+        Scored by Edge over the whole shard (IDF among all memories, document lengths as
+        indexed), filtered as the dense search is. Optimistic about the two exclusions, as
+        ``search`` is: without them first, again with them only when a hit is excluded.
+        """
+        if not self._text_ready:
+            return None
+        qe = self._qe
+        query = VectorQuery([], limit, scope)
+
+        def run(exclusions: bool):
+            return self._shard.query(qe.QueryRequest(
+                limit=limit, query=qe.TextQuery(edge_text.TEXT_FIELD, text),
+                filter=self._filter(query, exclusions), with_payload=True, with_vector=True,
+            ))
+        hits = run(exclusions=False)
+        if any(is_excluded(h.payload, scope) for h in hits):
+            hits = run(exclusions=True)
+        return [VectorHit(h.payload["memory_id"], float(h.score), unpack_payload(h.payload), _dense(h.vector))
+                for h in hits]
+
+    def count(self) -> int:
+        return int(self._shard.count(self._qe.CountRequest(exact=True)))
+
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
+        records, next_offset = self._shard.scroll(
+            self._qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=with_vectors)
+        )
+        page = [stored_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records]
+        return page, (str(next_offset) if next_offset is not None else None)
+
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
+        if not memory_ids:
+            return {}
+        records = self._shard.retrieve([point_id_for(m) for m in memory_ids], with_payload=True, with_vector=with_vectors)
+        found = (stored_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records)
+        return {r.memory_id: r for r in found}
+
+    def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        # A field kept in the packed document is merged into the stored one (read, merge,
+        # write), under a lock so two threads of this process cannot interleave on a point.
+        with self._payload_lock:
+            merge = [m for m, p in payloads.items() if needs_document(p, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)]
+            stored = self.retrieve(merge) if merge else {}
+            # Edge applies one operation per call; in-process, so a loop costs microseconds each.
+            for memory_id, payload in payloads.items():
+                if memory_id in stored:
+                    payload = {**stored[memory_id].payload, **payload}
+                self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
+
+    def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
+        qe = self._qe
+        if not excluded_types:
+            return self.count()
+        flt = qe.Filter(must_not=[qe.FieldCondition(key="type", match=qe.MatchAny(sorted(excluded_types)))])
+        return int(self._shard.count(qe.CountRequest(exact=True, filter=flt)))
+
+    def ping(self) -> bool:
+        return self._shard is not None
+
+    def build_due(self) -> bool:
+        """Would ``maintain`` build the index now (enough changes, writes quiet)?"""
+        return (self._changes >= self._optimize_min_changes
+                and time.monotonic() - self._last_change >= self._optimize_quiet_s)
+
+    def pending_changes(self) -> int:
+        """Points written or deleted since the last index build (what the next one indexes)."""
+        return self._changes
+
+    def maintain(self) -> None:
+        """Build the HNSW index when enough has changed. Blocks: call it off the request path."""
+        if not self._text_ready and self._text_backfill and self._optimize_lock.acquire(blocking=False):
+            try:  # an older shard's one-off migration (pipeline.vectors.edge_text)
+                self.backfill_text()
+            finally:
+                self._optimize_lock.release()
+        if self._changes < self._optimize_min_changes:
+            return
+        # optimize() holds the shard for seconds (tens at bulk sizes): during a bulk import it
+        # would stall every upsert behind it, so wait until writes have paused.
+        if time.monotonic() - self._last_change < self._optimize_quiet_s:
+            return
+        if not self._optimize_lock.acquire(blocking=False):
+            return
+        try:
+            changes, self._changes = self._changes, 0
+            started = time.monotonic()
+            log.info(INDEX_BUILD_STARTED, extra={"changes": changes})
+            self._shard.optimize()
+            self._shard.flush()
+            log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - started, 2)})
+        finally:
+            self._optimize_lock.release()
+
+    def close(self) -> None:
+        if self._shard is not None:
+            self._shard.flush()
+            self._shard.close()
+            self._shard = None
+            shard_lock.release(self._path)
+
+    def drop(self) -> None:
+        import shutil
+
+        with self._optimize_lock:
+            if self._shard is not None:
+                self._shard.close()
+                self._shard = None
+                shard_lock.release(self._path)
+            shutil.rmtree(self._path, ignore_errors=True)
