@@ -18,8 +18,8 @@ from api.deps import get_services, get_settings_dep
 from api.maintenance import launcher
 from api.responses import ORJSONResponse
 from api.routes.consolidate import optional_json, parse_body
-from ops import backup as backup_ops
-from ops import deadletters
+from pipeline import deadletters
+from pipeline.backup import parse_include, write_backup
 from pipeline.broker import ALL_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import Forbidden, NotFound, ValidationError
@@ -181,13 +181,13 @@ async def backup(
     services: Annotated[Services, Depends(get_services)],
     include: Annotated[str | None, Query(description="falkordb,qdrant (default both)")] = None,
 ):
-    parts = backup_ops.parse_include(include)
+    parts = parse_include(include)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     scratch = Path(tempfile.mkdtemp(prefix="mempipe-backup-"))
     archive = scratch / f"automem-backup-{stamp}.tar.gz"
 
     def build() -> None:
-        backup_ops.write_backup(archive, services.graph, services.vectors if "qdrant" in parts else None, parts)
+        write_backup(archive, services.graph, services.vectors if "qdrant" in parts else None, parts)
 
     try:
         await run_in_threadpool(build)

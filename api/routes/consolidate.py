@@ -14,9 +14,9 @@ from api.body import parse_json, read_body
 from api.deps import get_services
 from api.maintenance import launcher
 from api.responses import ORJSONResponse
-from ops.clock import cycle_intervals, last_runs
 from pipeline.errors import NotFound, ValidationError
 from pipeline.maintenance.cycles import CONSOLIDATION_MODES
+from pipeline.maintenance.schedule import cycle_intervals, last_runs
 from pipeline.records import _format_pydantic_error
 from pipeline.services import Services
 
