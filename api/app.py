@@ -28,7 +28,7 @@ from api.openapi import install_openapi
 from api.querystring import PlainCommas
 from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
-from api.single_write import SingleWriteFastPath
+from api import single_write
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
@@ -163,7 +163,7 @@ def create_app(
     install_error_handlers(app)
     # Added before the observability middleware, so inside it: single writes are logged,
     # counted and traced like every request, then answered ahead of FastAPI's routing.
-    app.add_middleware(SingleWriteFastPath)
+    app.add_middleware(single_write.SingleWriteFastPath)
     # Outside the fast path, so POST /memory is guarded like every route; inside
     # observability, so refused requests are logged and counted.
     app.add_middleware(RequestGuard, settings=settings,
@@ -174,6 +174,7 @@ def create_app(
     app.include_router(batch.router)  # before memory: /memory/batch is not a memory id
     app.include_router(browse.router)  # before memory: GET /memory/by-tag is not /memory/{id}
     app.include_router(by_tag.router)  # DELETE /memory/by-tag, likewise before memory
+    app.include_router(single_write.router)  # POST /memory (answered by its fast path)
     app.include_router(memory.router)
     app.include_router(recall.router)
     app.include_router(ingest.router)
