@@ -433,7 +433,7 @@ def test_graph_walk_is_keyset_paged_and_sees_every_memory_once(scratch_graph):
 
 def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(scratch_graph):
     from pipeline.graph import TagFilter
-    from pipeline.maintenance import graph_ops
+    from pipeline.tag_delete import delete_by_tag
 
     raw, graph = scratch_graph
 
@@ -447,12 +447,12 @@ def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(scratch_graph):
     kept = make("prefixed", 4, ["scratch:sub"]) | make("plain", 5, ["keep"])
     raw.query("MATCH (a:Memory {id: 'upper-0'}), (b:Memory {id: 'plain-0'}) CREATE (a)-[:RELATES_TO]->(b)")
     batches, dropped = [], []
-    count = graph_ops.delete_by_tag(graph, TagFilter(("SCRATCH",), "any", "exact"), 7, batches.append, dropped.extend)
+    count = delete_by_tag(graph, TagFilter(("SCRATCH",), "any", "exact"), batches.append, dropped.extend, batch=7)
     assert count == 25 and set(dropped) == doomed and len(dropped) == 25
     assert all(len(b) <= 7 for b in batches) and len(batches) == 4
     left = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
     assert left == kept  # exact match leaves scratch:sub; the edge went with its node
-    assert graph_ops.delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), 7, batches.append, dropped.extend) == 4
+    assert delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), batches.append, dropped.extend, batch=7) == 4
 
 
 def _restart(stack: Stack, **env: str) -> None:
