@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-import pytest
 import redis
 from fastapi import Request
 from fastapi.testclient import TestClient
