@@ -16,9 +16,9 @@ import dramatiq
 import redis.asyncio as aioredis
 from fastapi import FastAPI
 
+from api import docs_pages, single_write
 from api.access import AccessBatcher
 from api.bind import served_bind, unauthenticated_exposure
-from api import docs_pages
 from api.errors import install_error_handlers
 from api.guard import RequestGuard
 from api.index_maintainer import BuildHolds, IndexMaintainer
@@ -28,7 +28,6 @@ from api.openapi import install_openapi
 from api.querystring import PlainCommas
 from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
-from api.single_write import SingleWriteFastPath
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
@@ -73,6 +72,127 @@ def _actor_enqueuers(services: Services) -> Enqueuers:
     )
 
 
+def input_limits(settings: Settings, vector_size: int) -> Limits:
+    return Limits(
+        content_max_chars=settings.memory_content_hard_limit,
+        max_tags=settings.max_tags,
+        max_tag_length=settings.max_tag_length,
+        max_metadata_bytes=settings.max_metadata_bytes,
+        max_metadata_depth=settings.max_metadata_depth,
+        vector_size=vector_size,
+    )
+
+
+def write_tuning(settings: Settings) -> WriteTuning:
+    return WriteTuning(
+        wait_seconds=settings.write_wait_seconds,
+        coalesce_window_s=settings.write_coalesce_window_ms / 1000,
+        coalesce_max_wait_s=settings.write_coalesce_max_wait_ms / 1000,
+        coalesce_max_items=settings.write_coalesce_max_items,
+        max_pending=settings.backpressure_max_pending,
+        retry_after_s=settings.backpressure_retry_after_s,
+        admit_cache_s=settings.backpressure_check_interval_ms / 1000,
+    )
+
+
+def recall_engine(settings: Settings, svc: Services, access: AccessBatcher) -> RecallEngine:
+    return RecallEngine(
+        settings,
+        graph=lambda: svc.graph,
+        vectors=lambda: svc.vectors,
+        embedder=lambda: svc.embedder,
+        on_access=lambda ids: access.record(ids, datetime.now(timezone.utc).isoformat()),
+        dimensions=lambda: svc.vector_size,
+    )
+
+
+def start_vector_workers(svc: Services, queues: set[str]) -> list[dramatiq.Worker]:
+    """In-process workers for the queues this process consumes (the vector queues in the embedded default)."""
+    if not queues:
+        return []
+    import pipeline.actors
+
+    pipeline.actors.broker.services = svc  # actors in this process share its Edge shard
+    # One single-threaded worker per queue, so slower similarity searches never hold
+    # up the vector writes that make memories recallable.
+    workers = []
+    for queue in sorted(queues):
+        worker = dramatiq.Worker(pipeline.actors.broker, queues={queue}, worker_threads=1)
+        worker.start()
+        workers.append(worker)
+    return workers
+
+
+@asynccontextmanager
+async def web_lifespan(
+    app: FastAPI,
+    settings: Settings,
+    mcp: McpEndpoint,
+    services: Services | None = None,
+    enqueuers: Enqueuers | None = None,
+    redis_connect: Callable[[], aioredis.Redis] | None = None,
+):
+    """The web process's life: open the stores and start its helpers, serve, stop them in reverse."""
+    svc = services or Services(query_side(settings))
+    embedder = svc.embedder  # load the model now, not on the first recall
+    svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here
+    app.state.settings = settings
+    app.state.services = svc
+    app.state.limits = input_limits(settings, embedder.dimensions)
+    waiter = CompletionWaiter(redis_connect or (lambda: aioredis.Redis.from_url(settings.redis_url)))
+    await waiter.start()
+    writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(svc), waiter, write_tuning(settings))
+    app.state.writes = writes
+    access = AccessBatcher(writes.record_access, settings.recall_access_flush_ms / 1000)
+    access.start()
+    app.state.engine = recall_engine(settings, svc, access)
+    workers = start_vector_workers(svc, web_worker_queues(settings))
+    maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings))
+    maintainer.start()
+    try:
+        async with mcp.run():
+            yield
+    finally:
+        maintainer.stop()
+        access.stop()  # the last batch of last_accessed updates goes out before the broker closes
+        for worker in workers:
+            worker.stop(timeout=10_000)
+        await waiter.stop()
+        svc.close()
+
+
+def install_middleware(app: FastAPI, settings: Settings) -> None:
+    # Added before the observability middleware, so inside it: single writes are logged,
+    # counted and traced like every request, then answered ahead of FastAPI's routing.
+    app.add_middleware(single_write.SingleWriteFastPath)
+    # Outside the fast path, so POST /memory is guarded like every route; inside
+    # observability, so refused requests are logged and counted.
+    app.add_middleware(RequestGuard, settings=settings,
+                       upload_types={ingest.SLACK_IMPORT_PATH: ingest.SLACK_UPLOAD_TYPES})
+    install_observability(app, settings)
+    app.add_middleware(PlainCommas)  # outermost: every layer (the access log too) sees plain commas
+
+
+def include_routes(app: FastAPI, settings: Settings) -> McpEndpoint:
+    """Every route, in matching order; returns the MCP endpoint (its session manager runs in the lifespan)."""
+    app.include_router(health.router)
+    app.include_router(batch.router)  # before memory: /memory/batch is not a memory id
+    app.include_router(browse.router)  # before memory: GET /memory/by-tag is not /memory/{id}
+    app.include_router(by_tag.router)  # DELETE /memory/by-tag, likewise before memory
+    app.include_router(single_write.router)  # POST /memory (answered by its fast path)
+    app.include_router(memory.router)
+    app.include_router(recall.router)
+    app.include_router(ingest.router)
+    app.include_router(consolidate.router)
+    app.include_router(admin.router)
+    # MCP: the tools call the routes above in-process, with the caller's token.
+    mcp = McpEndpoint(settings, app)
+    app.add_route("/mcp", mcp.asgi, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    app.include_router(relations.router)
+    app.include_router(enrichment.router)
+    return mcp
+
+
 def create_app(
     settings: Settings | None = None,
     services: Services | None = None,
@@ -85,105 +205,21 @@ def create_app(
     refusal = unauthenticated_exposure(served_bind(settings), settings)
     if refusal:
         raise ConfigurationError(f"refusing to start: {refusal}")
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        svc = services or Services(query_side(settings))
-        queues = web_worker_queues(settings)
-        embedder = svc.embedder  # load the model now, not on the first recall
-        svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here
-        app.state.settings = settings
-        app.state.services = svc
-        app.state.limits = Limits(
-            content_max_chars=settings.memory_content_hard_limit,
-            max_tags=settings.max_tags,
-            max_tag_length=settings.max_tag_length,
-            max_metadata_bytes=settings.max_metadata_bytes,
-            max_metadata_depth=settings.max_metadata_depth,
-            vector_size=embedder.dimensions,
-        )
-        waiter = CompletionWaiter(redis_connect or (lambda: aioredis.Redis.from_url(settings.redis_url)))
-        await waiter.start()
-        tuning = WriteTuning(
-            wait_seconds=settings.write_wait_seconds,
-            coalesce_window_s=settings.write_coalesce_window_ms / 1000,
-            coalesce_max_wait_s=settings.write_coalesce_max_wait_ms / 1000,
-            coalesce_max_items=settings.write_coalesce_max_items,
-            max_pending=settings.backpressure_max_pending,
-            retry_after_s=settings.backpressure_retry_after_s,
-            admit_cache_s=settings.backpressure_check_interval_ms / 1000,
-        )
-        writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(svc), waiter, tuning)
-        app.state.writes = writes
-        access = AccessBatcher(writes.record_access, settings.recall_access_flush_ms / 1000)
-        access.start()
-        app.state.engine = RecallEngine(
-            settings,
-            graph=lambda: svc.graph,
-            vectors=lambda: svc.vectors,
-            embedder=lambda: svc.embedder,
-            on_access=lambda ids: access.record(ids, datetime.now(timezone.utc).isoformat()),
-            dimensions=lambda: svc.vector_size,
-        )
-        workers = []
-        if queues:
-            import pipeline.actors
-
-            pipeline.actors.broker.services = svc  # actors in this process share its Edge shard
-            # One single-threaded worker per queue, so slower similarity searches never hold
-            # up the vector writes that make memories recallable.
-            for queue in sorted(queues):
-                worker = dramatiq.Worker(pipeline.actors.broker, queues={queue}, worker_threads=1)
-                worker.start()
-                workers.append(worker)
-        maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings))
-        maintainer.start()
-        try:
-            async with mcp.run():
-                yield
-        finally:
-            maintainer.stop()
-            access.stop()  # the last batch of last_accessed updates goes out before the broker closes
-            for worker in workers:
-                worker.stop(timeout=10_000)
-            await waiter.stop()
-            svc.close()
-
     app = FastAPI(
         title="mempipe",
         version="0.1.0",
         description="Long-term memory for AI agents, AutoMem-compatible, on an event-driven pipeline.",
         default_response_class=ORJSONResponse,
-        lifespan=lifespan,
+        # ``mcp`` is made below, with the app its tools call into; the lifespan runs only once served.
+        lifespan=lambda app: web_lifespan(app, settings, mcp, services, enqueuers, redis_connect),
         # FastAPI's own schema and pages are open to anyone; api.docs_pages serves them behind the token.
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
     )
     install_error_handlers(app)
-    # Added before the observability middleware, so inside it: single writes are logged,
-    # counted and traced like every request, then answered ahead of FastAPI's routing.
-    app.add_middleware(SingleWriteFastPath)
-    # Outside the fast path, so POST /memory is guarded like every route; inside
-    # observability, so refused requests are logged and counted.
-    app.add_middleware(RequestGuard, settings=settings,
-                       upload_types={ingest.SLACK_IMPORT_PATH: ingest.SLACK_UPLOAD_TYPES})
-    install_observability(app, settings)
-    app.add_middleware(PlainCommas)  # outermost: every layer (the access log too) sees plain commas
-    app.include_router(health.router)
-    app.include_router(batch.router)  # before memory: /memory/batch is not a memory id
-    app.include_router(browse.router)  # before memory: GET /memory/by-tag is not /memory/{id}
-    app.include_router(by_tag.router)  # DELETE /memory/by-tag, likewise before memory
-    app.include_router(memory.router)
-    app.include_router(recall.router)
-    app.include_router(ingest.router)
-    app.include_router(consolidate.router)
-    app.include_router(admin.router)
-    # MCP: the tools call the routes above in-process, with the caller's token.
-    mcp = McpEndpoint(settings, app)
-    app.add_route("/mcp", mcp.asgi, methods=["GET", "POST", "DELETE"], include_in_schema=False)
-    app.include_router(relations.router)
-    app.include_router(enrichment.router)
+    install_middleware(app, settings)
+    mcp = include_routes(app, settings)
     install_openapi(app, settings, lambda: provider_dimensions(settings))
     app.include_router(docs_pages.router)
     return app

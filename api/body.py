@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from fastapi import Request
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
 
 from pipeline.errors import PayloadTooLarge, ValidationError
+from pipeline.records import _format_pydantic_error
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
@@ -36,3 +41,26 @@ def parse_json(raw: bytes) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValidationError(f"body: malformed JSON ({exc})") from None
+
+
+async def optional_json(request: Request, max_bytes: int) -> Any:
+    """An empty body means all defaults; a body past ``max_bytes`` is refused (413) unread."""
+    raw = await read_body(request, max_bytes)
+    if not raw.strip():
+        return {}
+    return parse_json(raw)
+
+
+def parse_body(model: type[Model], raw: Any) -> Model:
+    """``raw`` (parsed JSON) as ``model``; anything else is a 400 naming the field."""
+    if not isinstance(raw, dict):
+        raise ValidationError("body: expected a JSON object")
+    try:
+        return model.model_validate(raw)
+    except PydanticValidationError as exc:
+        raise ValidationError(_format_pydantic_error(exc)) from None
+
+
+async def read_model(request: Request, model: type[Model], max_bytes: int) -> Model:
+    """An optional JSON body as ``model`` (an empty one is all its defaults)."""
+    return parse_body(model, await optional_json(request, max_bytes))

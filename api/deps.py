@@ -46,7 +46,7 @@ def get_limits(request: Request):
 
 
 def graph_call(call: Callable[[], T]) -> T:
-    """Run a graph read for a route: a store failure becomes 503, our own errors pass through."""
+    """Run a graph call for a route: a store failure becomes 503, our own errors pass through."""
     try:
         return call()
     except MempipeError:

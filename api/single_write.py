@@ -1,17 +1,19 @@
-"""``POST /memory``, the hottest route, answered ahead of FastAPI's routing.
+"""``POST /memory``, the hottest route: its declaration, its answer, and the fast path that serves it.
 
 Agents and live sources write one memory per request, hundreds a second, and in the embedded
 default the one web process that answers them also owns the vector index. FastAPI's exception
-middleware, router, route wrapper and dependency solving cost more of the app's CPU per single
-write than validating the memory and queueing it (``python -m ops.bench.write_route``). So a
-small ASGI middleware answers this one route itself with ``accept_single_write`` and hands
-every other request on.
+middleware, router, route wrapper and dependency solving cost more CPU per single write than
+validating the memory and queueing it (docs/benchmarks-log.md, "POST /memory ahead of
+FastAPI's routing"). So a small ASGI middleware, ``SingleWriteFastPath``, answers this one
+route itself with ``accept_single_write`` and hands every other request on.
 
-It sits inside the observability middleware (request id, access log, HTTP metrics) and the
-server-error handler, so a single write is logged, counted and traced like any request, and
-its errors are AutoMem's envelope as everywhere else. The FastAPI route in
-``api.routes.memory`` declares ``POST /memory`` (OpenAPI, route listings) and answers with
-the same function should a request ever reach it.
+The route declared here (``router``) is what the OpenAPI schema and route listings show; it
+answers with the same function, so an app built without the middleware (the "router" build
+``ops.bench.write_route`` compares against) behaves the same.
+
+The middleware sits inside the observability middleware (request id, access log, HTTP
+metrics) and the server-error handler, so a single write is logged, counted and traced like
+any request, and its errors are AutoMem's envelope as everywhere else.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.auth import check_api_token
+from api.auth import ApiAuth, check_api_token
 from api.body import read_json
 from api.deps import get_limits
 from api.errors import mempipe_error_response, store_down_response
@@ -33,6 +36,8 @@ from pipeline.errors import MempipeError
 from pipeline.records import MemoryRecord, build_new_record
 
 MEMORY_PATH = "/memory"
+
+router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
 
 
 def stored_payload(record: MemoryRecord, outcome: WriteOutcome) -> dict[str, Any]:
@@ -62,6 +67,13 @@ async def accept_single_write(request: Request) -> ORJSONResponse:
     await writes.admit()
     outcome = await writes.store(record, wait)
     return ORJSONResponse(stored_payload(record, outcome), status_code=201 if outcome.done else 202)
+
+
+@router.post(MEMORY_PATH, status_code=201, summary="Store a memory (queued; waits until recallable unless wait=false)")
+async def store_memory(request: Request):
+    """Declares the route; ``SingleWriteFastPath`` answers it ahead of FastAPI's routing with
+    the same function (its ``wait`` parameter: ``api.openapi``)."""
+    return await accept_single_write(request)
 
 
 class SingleWriteFastPath:

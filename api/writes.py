@@ -1,7 +1,9 @@
 """The write path as the API sees it: enqueue durably, then (optionally) wait, bounded.
 
-The API never writes to FalkorDB or Qdrant; everything goes through the broker, so a store
-outage never makes a write fail.
+The API never writes to FalkorDB or Qdrant itself; every write goes through the broker, so a
+store outage never makes a write fail. One exception, because the spec's answer needs it:
+``DELETE /memory/by-tag`` reports how many memories it deleted, so it deletes them from the
+graph while the request waits (``pipeline.tag_delete``), and a graph outage answers 503.
 """
 
 from __future__ import annotations

@@ -58,6 +58,19 @@ def make_stack(servers):
 
 
 @pytest.fixture()
+def serving_stack(make_stack):
+    """Isolated stacks already serving: web and one worker process, and maintenance runs waited
+    for up to 25 s (``env`` for further settings)."""
+    def factory(**env: str):
+        stack = make_stack(**{"MAINTENANCE_RUN_WAIT_SECONDS": "25", **env})
+        stack.start_web()
+        stack.start_worker(processes=1, threads=2)
+        return stack
+
+    return factory
+
+
+@pytest.fixture()
 def api(stack):
     with stack.client() as client:
         yield client

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -14,12 +15,12 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import AdminAuth, _matches, check_api_token
+from api.body import read_model
 from api.deps import get_services, get_settings_dep
 from api.maintenance import launcher
 from api.responses import ORJSONResponse
-from api.routes.consolidate import optional_json, parse_body
-from ops import backup as backup_ops
-from ops import deadletters
+from pipeline import deadletters
+from pipeline.backup import parse_include, write_backup
 from pipeline.broker import ALL_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import Forbidden, NotFound, ValidationError
@@ -58,25 +59,42 @@ def drift_report(view: dict[str, Any]) -> dict[str, Any]:
     return {kind: {"count": counts.get(kind, 0), "sample_ids": samples.get(kind, [])} for kind in DRIFT_KINDS}
 
 
+@dataclass(frozen=True)
+class SyncRun:
+    """One sync or recover run started for a request, and as far as the wait saw it."""
+
+    dry_run: bool
+    run_id: str
+    settled: bool
+    view: dict[str, Any]
+
+    def payload(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"status": "success", "dry_run": self.dry_run, "complete": self.settled, "run_id": self.run_id,
+                **fields, kind: self.view}
+
+    @property
+    def status_code(self) -> int:
+        return 200 if self.settled else 202
+
+
+async def start_sync_run(request: Request, services: Services, kind: str, wait: bool) -> SyncRun:
+    """Read the body (``dry_run``), start one ``kind`` run, and wait for it, bounded unless ``wait`` is off."""
+    settings = services.settings
+    body = await read_model(request, SyncBody, settings.max_request_bytes)
+    maintenance = launcher(services, request.app.state)
+    run_ids = await maintenance.start([kind], body.dry_run)
+    settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
+    view = views.get(kind, {"run_id": run_ids[kind], "status": "queued"})
+    return SyncRun(body.dry_run, run_ids[kind], settled, view)
+
+
 @router.post("/admin/sync", dependencies=[AdminAuth], summary="Repair drift between graph and vectors (dry_run: report it)")
 async def admin_sync(request: Request, services: Annotated[Services, Depends(get_services)], wait: RunWaitParam = True):
-    settings = services.settings
-    body: SyncBody = parse_body(SyncBody, await optional_json(request, settings.max_request_bytes))
-    maintenance = launcher(services, request.app.state)
-    run_ids = await maintenance.start(["sync"], body.dry_run)
-    settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
-    view = views.get("sync", {"run_id": run_ids["sync"], "status": "queued"})
-    payload = {
-        "status": "success",
-        "dry_run": body.dry_run,
-        "complete": settled,
-        "run_id": run_ids["sync"],
-        "drift": drift_report(view),
-        "sync": view,
-    }
-    if view.get("status") == REFUSED:  # the sync guard: nothing was deleted or repaired
-        payload.update(status=REFUSED, reason=view.get("reason"))
-    return ORJSONResponse(payload, status_code=200 if settled else 202)
+    run = await start_sync_run(request, services, "sync", wait)
+    payload = run.payload("sync", drift=drift_report(run.view))
+    if run.view.get("status") == REFUSED:  # the sync guard: nothing was deleted or repaired
+        payload.update(status=REFUSED, reason=run.view.get("reason"))
+    return ORJSONResponse(payload, status_code=run.status_code)
 
 
 @router.post("/admin/sync/recover", dependencies=[AdminAuth],
@@ -87,23 +105,11 @@ async def admin_sync_recover(request: Request, services: Annotated[Services, Dep
     Creates only nodes that are missing (never overwrites one), re-embeds quarantined points,
     and clears the sync guard when a real run finishes. ``dry_run`` counts what it would restore.
     """
-    settings = services.settings
-    body: SyncBody = parse_body(SyncBody, await optional_json(request, settings.max_request_bytes))
-    maintenance = launcher(services, request.app.state)
-    run_ids = await maintenance.start(["recover"], body.dry_run)
-    settled, views = await maintenance.wait(run_ids, settings.maintenance_run_wait_seconds if wait else 0)
-    view = views.get("recover", {"run_id": run_ids["recover"], "status": "queued"})
-    counts = view.get("counts") or {}
-    payload = {
-        "status": "success",
-        "dry_run": body.dry_run,
-        "complete": settled,
-        "run_id": run_ids["recover"],
-        "restored_from_vectors": counts.get("restored_from_vectors", 0),
-        "restored_from_quarantine": counts.get("restored_from_quarantine", 0),
-        "recover": view,
-    }
-    return ORJSONResponse(payload, status_code=200 if settled else 202)
+    run = await start_sync_run(request, services, "recover", wait)
+    counts = run.view.get("counts") or {}
+    payload = run.payload("recover", restored_from_vectors=counts.get("restored_from_vectors", 0),
+                          restored_from_quarantine=counts.get("restored_from_quarantine", 0))
+    return ORJSONResponse(payload, status_code=run.status_code)
 
 
 @router.get("/admin/sync/quarantine", dependencies=[AdminAuth],
@@ -135,7 +141,7 @@ def admin_sync_quarantine(
 async def admin_reembed(request: Request, services: Annotated[Services, Depends(get_services)], wait: RunWaitParam = True):
     """In place at the same dimension; into a new collection, switched to when complete, at a new one."""
     settings = services.settings
-    body: ReembedBody = parse_body(ReembedBody, await optional_json(request, settings.max_request_bytes))
+    body = await read_model(request, ReembedBody, settings.max_request_bytes)
     migrating = await run_in_threadpool(services.collections.migration_needed)
     if migrating and body.limit is not None:
         raise ValidationError("limit: a dimension change migrates every memory (the new collection goes live only when complete)")
@@ -181,13 +187,13 @@ async def backup(
     services: Annotated[Services, Depends(get_services)],
     include: Annotated[str | None, Query(description="falkordb,qdrant (default both)")] = None,
 ):
-    parts = backup_ops.parse_include(include)
+    parts = parse_include(include)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     scratch = Path(tempfile.mkdtemp(prefix="mempipe-backup-"))
     archive = scratch / f"automem-backup-{stamp}.tar.gz"
 
     def build() -> None:
-        backup_ops.write_backup(archive, services.graph, services.vectors if "qdrant" in parts else None, parts)
+        write_backup(archive, services.graph, services.vectors if "qdrant" in parts else None, parts)
 
     try:
         await run_in_threadpool(build)
@@ -231,7 +237,7 @@ def show_dead_letter(queue: Queue, message_id: str):
 
 @router.post("/admin/deadletters/replay", dependencies=[AdminAuth], summary="Re-enqueue dead messages")
 async def replay_dead_letters(request: Request, services: Annotated[Services, Depends(get_services)]):
-    selection: DeadLetterSelection = parse_body(DeadLetterSelection, await optional_json(request, services.settings.max_request_bytes))
+    selection = await read_model(request, DeadLetterSelection, services.settings.max_request_bytes)
     ids = set(selection.ids) if selection.ids is not None else None
     count = await run_in_threadpool(deadletters.replay, _broker(), _queues(selection.queue), ids)
     return ORJSONResponse({"status": "success", "replayed": count})

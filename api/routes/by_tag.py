@@ -3,10 +3,9 @@
 Tags match case-insensitively and exactly by default (``tag_match=prefix`` widens to colon
 prefixes, as recall does); ``tag_mode`` is any (default) or all.
 
-A delete answers with what it deleted, as the spec's response says: it removes the matching
-nodes from the graph itself, ``DELETE_BATCH`` at a time (each batch tombstoned first, so a write
-still in flight for one of them is dropped), and counts what ``DETACH DELETE`` removed. Their
-vectors are dropped through the vectors queue (the Edge shard's owner), as every delete's are.
+A delete answers with what it deleted, as the spec's response says, so it runs while the
+request waits: ``pipeline.tag_delete`` says how, and why it is the one write the API does not
+queue.
 """
 
 from __future__ import annotations
@@ -21,11 +20,10 @@ from api.deps import get_services, graph_call
 from api.responses import ORJSONResponse
 from pipeline.errors import ValidationError
 from pipeline.graph import TagFilter
-from pipeline.maintenance import graph_ops
 from pipeline.services import Services
+from pipeline.tag_delete import delete_by_tag as delete_tagged
 
 router = APIRouter(dependencies=[ApiAuth], tags=["memory"])
-DELETE_BATCH = 500
 
 TagsParam = Annotated[list[str] | None, Query(description="Tags (repeat the parameter, or comma-separated); at most RECALL_MAX_LIST_ITEMS (100), each at most MAX_TAG_LENGTH characters.")]
 ModeParam = Annotated[Literal["any", "all"], Query(description="any (default): memories carrying at least one of tags; all: every one.")]
@@ -56,8 +54,7 @@ async def delete_by_tag(
     tag_filter = _tag_filter(tags, tag_mode, tag_match, settings.recall_max_list_items, settings.max_tag_length)
 
     def delete_all() -> int:
-        return graph_call(lambda: graph_ops.delete_by_tag(
-            services.graph, tag_filter, DELETE_BATCH, services.tracker.tombstone, drop_vectors.send))
+        return graph_call(lambda: delete_tagged(services.graph, tag_filter, services.tracker.tombstone, drop_vectors.send))
 
     deleted = await run_in_threadpool(delete_all)
     return ORJSONResponse({"status": "success", "tags": list(tag_filter.tags), "deleted_count": deleted})

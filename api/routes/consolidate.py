@@ -10,14 +10,13 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from api.auth import ApiAuth, check_admin_token
-from api.body import parse_json, read_body
+from api.body import read_model
 from api.deps import get_services
 from api.maintenance import launcher
 from api.responses import ORJSONResponse
-from ops.clock import cycle_intervals, last_runs
-from pipeline.errors import NotFound, ValidationError
+from pipeline.errors import NotFound
 from pipeline.maintenance.cycles import CONSOLIDATION_MODES
-from pipeline.records import _format_pydantic_error
+from pipeline.maintenance.schedule import cycle_intervals, last_runs
 from pipeline.services import Services
 
 router = APIRouter(dependencies=[ApiAuth], tags=["consolidation"])
@@ -29,25 +28,6 @@ class ConsolidateBody(BaseModel):
     mode: Literal["full", "decay", "creative", "cluster", "forget"] = "full"
     # AutoMem's default: a consolidation asked for without dry_run only reports.
     dry_run: StrictBool = True
-
-
-def parse_body(model: type[BaseModel], raw: Any) -> Any:
-    from pydantic import ValidationError as PydanticValidationError
-
-    if not isinstance(raw, dict):
-        raise ValidationError("body: expected a JSON object")
-    try:
-        return model.model_validate(raw)
-    except PydanticValidationError as exc:
-        raise ValidationError(_format_pydantic_error(exc)) from None
-
-
-async def optional_json(request: Request, max_bytes: int) -> Any:
-    """An empty body means all defaults; a body past ``max_bytes`` is refused (413) unread."""
-    raw = await read_body(request, max_bytes)
-    if not raw.strip():
-        return {}
-    return parse_json(raw)
 
 
 DESTRUCTIVE_MODES = frozenset({"forget"})  # deletes memories; the other cycles only score, link or summarise
@@ -82,7 +62,7 @@ async def consolidate(
     wait: Annotated[bool, Query(description="Wait (bounded by MAINTENANCE_RUN_WAIT_SECONDS) for the result.")] = True,
 ):
     settings = services.settings
-    body: ConsolidateBody = parse_body(ConsolidateBody, await optional_json(request, settings.max_request_bytes))
+    body = await read_model(request, ConsolidateBody, settings.max_request_bytes)
     modes = modes_for(body.mode, settings)
     check_destructive(request, modes, body.dry_run, settings)
     maintenance = launcher(services, request.app.state)

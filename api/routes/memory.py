@@ -1,4 +1,4 @@
-"""/memory: store, fetch, update, delete."""
+"""/memory/{id}: fetch, update, delete. (``POST /memory``, storing one, is ``api.single_write``'s.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from api.auth import ApiAuth
 from api.body import read_json
 from api.deps import get_limits, get_services, get_writes, graph_call
 from api.responses import ORJSONResponse
-from api.single_write import accept_single_write
 from api.writes import WritePath
 from pipeline.errors import Conflict, NotFound, Unavailable
 from pipeline.records import build_patch
@@ -29,13 +28,6 @@ def _graph_lookup(services: Services, memory_id: str) -> dict[str, Any] | None:
 
 def _pending_view(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in ("embedding", "type_source", "id")}
-
-
-@router.post("/memory", status_code=201, summary="Store a memory (queued; waits until recallable unless wait=false)")
-async def store_memory(request: Request):
-    """Declares the route; ``api.single_write.SingleWriteFastPath`` answers it ahead of
-    FastAPI's routing with the same function (its ``wait`` parameter: ``api.openapi``)."""
-    return await accept_single_write(request)
 
 
 @router.get("/memory/{memory_id}", summary="Fetch one memory (202 while it is still in the pipeline)")

@@ -1,4 +1,4 @@
-"""The Cypher maintenance needs: paging, relevance, archiving, sampling, tag scans.
+"""The Cypher maintenance needs: paging, relevance, archiving, sampling.
 
 Parameterised throughout: values only ever reach FalkorDB as parameters.
 
@@ -18,11 +18,11 @@ cursor and redoes the same page.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from redis.exceptions import ResponseError
 
-from pipeline.graph import MISSING_GRAPH_ERROR, GraphStore, TagFilter, memory_from_node, tag_predicate
+from pipeline.graph import MISSING_GRAPH_ERROR, GraphStore, memory_from_node
 
 
 # A window this many times the page: ids of deleted nodes and of other labels leave gaps,
@@ -142,38 +142,3 @@ def stale_meta_patterns(graph: GraphStore, keep_run: str, after: str | None, lim
         {"run": keep_run, "after": after or "", "limit": limit},
     )
     return [row[0] for row in rows]
-
-
-def _tag_scope(tag_filter: TagFilter) -> tuple[str, dict[str, Any]]:
-    return tag_predicate(tag_filter), {"scope_tags": tag_filter.lowered}
-
-
-def ids_by_tag(graph: GraphStore, tag_filter: TagFilter, limit: int) -> list[str]:
-    """Up to ``limit`` ids of memories in the tag scope (any of them: a delete takes them away)."""
-    predicate, params = _tag_scope(tag_filter)
-    rows = graph.run_read(f"MATCH (m:Memory) WHERE {predicate} RETURN m.id LIMIT $limit", {**params, "limit": limit})
-    return [row[0] for row in rows]
-
-
-def delete_by_tag(graph: GraphStore, tag_filter: TagFilter, batch: int,
-                  before_delete: Callable[[list[str]], None], after_delete: Callable[[list[str]], None]) -> int:
-    """Delete every memory in the tag scope, ``batch`` at a time; how many were deleted.
-
-    ``before_delete(ids)`` runs before each batch (the caller tombstones them, so a write still
-    in flight for one is dropped), ``after_delete(ids)`` with the ids the batch removed (the
-    caller drops their vectors): a failure part-way leaves no deleted node with a vector
-    nobody drops. Counts what ``DETACH DELETE`` removed, so a memory deleted meanwhile by
-    someone else is not counted.
-    """
-    count = 0
-    while ids := ids_by_tag(graph, tag_filter, batch):
-        before_delete(ids)
-        rows = graph.run_write(
-            "UNWIND $ids AS id MATCH (m:Memory {id: id}) WITH m, m.id AS gone DETACH DELETE m RETURN gone",
-            {"ids": ids},
-        )
-        gone = [row[0] for row in rows]
-        if gone:
-            after_delete(gone)
-        count += len(gone)
-    return count

@@ -6,28 +6,13 @@ import subprocess
 import sys
 
 import pytest
-from falkordb import FalkorDB
 
-from ops.bench.stack import ADMIN_TOKEN, ROOT, Stack, wait_until
+from ops.bench.stack import ADMIN_TOKEN, ROOT, wait_until
+from tests.graph_helpers import stack_graph
 
 pytestmark = [pytest.mark.integration, pytest.mark.security]
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
 KEPT_FIELDS = ("content", "tags", "importance", "type", "timestamp", "metadata")
-
-
-@pytest.fixture()
-def make_stack(make_stack):
-    def factory(**env) -> Stack:
-        stack = make_stack(**{"MAINTENANCE_RUN_WAIT_SECONDS": "25", **env})
-        stack.start_web()
-        stack.start_worker(processes=1, threads=2)
-        return stack
-
-    return factory
-
-
-def graph_of(stack: Stack):
-    return FalkorDB(port=stack.graph_port).select_graph(f"memories_{stack.name}")
 
 
 def store_many(api, count: int, label: str) -> dict[str, dict]:
@@ -63,14 +48,14 @@ def metric(api, name: str) -> float:
     raise AssertionError(f"{name} not exported")
 
 
-def test_a_wiped_graph_is_not_turned_into_loss_by_the_clock_and_every_memory_is_recovered(make_stack):
-    stack = make_stack(SYNC_INTERVAL_SECONDS="2", CONSOLIDATION_DECAY_INTERVAL_SECONDS="0",
+def test_a_wiped_graph_is_not_turned_into_loss_by_the_clock_and_every_memory_is_recovered(serving_stack):
+    stack = serving_stack(SYNC_INTERVAL_SECONDS="2", CONSOLIDATION_DECAY_INTERVAL_SECONDS="0",
                        CONSOLIDATION_CREATIVE_INTERVAL_SECONDS="0", CONSOLIDATION_CLUSTER_INTERVAL_SECONDS="0",
                        CLOCK_TICK_SECONDS="0.2")
     with stack.client() as api:
         sent = store_many(api, 14, "wiped")
         before = {m: api.get(f"/memory/{m}").json()["memory"] for m in sent}
-        graph_of(stack).query("MATCH (m) DETACH DELETE m")  # the graph comes back empty
+        stack_graph(stack).query("MATCH (m) DETACH DELETE m")  # the graph comes back empty
         assert api.get("/health").json()["memory_count"] == 0
 
         clock = subprocess.Popen([sys.executable, "-m", "ops.clock"], cwd=ROOT, env=stack.env(),
@@ -112,13 +97,13 @@ def test_a_wiped_graph_is_not_turned_into_loss_by_the_clock_and_every_memory_is_
         assert metric(api, "mempipe_sync_guard_tripped") == 0.0
 
 
-def test_orphans_within_bounds_are_quarantined_before_deletion_and_recoverable(make_stack):
-    stack = make_stack()
+def test_orphans_within_bounds_are_quarantined_before_deletion_and_recoverable(serving_stack):
+    stack = serving_stack()
     with stack.client() as api:
         sent = store_many(api, 6, "stray")
         before = {m: api.get(f"/memory/{m}").json()["memory"] for m in sent}
         lost = next(iter(sent))
-        graph_of(stack).query("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": lost})  # one node lost
+        stack_graph(stack).query("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": lost})  # one node lost
 
         repaired = api.post("/admin/sync", headers=ADMIN, json={})
         assert repaired.status_code == 200 and repaired.json()["sync"]["status"] == "complete", repaired.text
@@ -144,12 +129,12 @@ def test_orphans_within_bounds_are_quarantined_before_deletion_and_recoverable(m
         assert hit and hit[0]["id"] == lost and hit[0]["match_type"] == "vector"
 
 
-def test_a_graph_lost_whole_reads_as_empty_is_refused_and_recovered_with_its_indexes(make_stack):
-    stack = make_stack()
+def test_a_graph_lost_whole_reads_as_empty_is_refused_and_recovered_with_its_indexes(serving_stack):
+    stack = serving_stack()
     with stack.client() as api:
         sent = store_many(api, 5, "vanished")
         before = {m: api.get(f"/memory/{m}").json()["memory"] for m in sent}
-        graph_of(stack).delete()  # the graph key itself is gone (a lost volume, a wrong FALKORDB_GRAPH)
+        stack_graph(stack).delete()  # the graph key itself is gone (a lost volume, a wrong FALKORDB_GRAPH)
         health = api.get("/health").json()
         assert health["falkordb"] == "connected" and health["memory_count"] == 0, health
 
@@ -170,9 +155,9 @@ def test_a_graph_lost_whole_reads_as_empty_is_refused_and_recovered_with_its_ind
         assert api.get("/health").json()["drift"]["sync_guard"] == {"status": "ok", "quarantined": 0}
 
 
-def test_a_sync_over_a_graph_that_does_not_exist_and_no_vectors_completes(make_stack):
-    stack = make_stack()
-    graph_of(stack).delete()  # nothing was ever written: no orphan, nothing to refuse
+def test_a_sync_over_a_graph_that_does_not_exist_and_no_vectors_completes(serving_stack):
+    stack = serving_stack()
+    stack_graph(stack).delete()  # nothing was ever written: no orphan, nothing to refuse
     with stack.client() as api:
         run = api.post("/admin/sync", headers=ADMIN, json={}).json()["sync"]
         assert run["status"] == "complete", run

@@ -16,22 +16,11 @@ from pipeline.graph import GraphStore
 from pipeline.records import MemoryRecord
 from pipeline.vectors import EdgeVectorStore, VectorPoint, vector_payload
 from ops.bench.stack import ADMIN_TOKEN, Stack, wait_until
+from tests.graph_helpers import stack_graph
 
 pytestmark = pytest.mark.integration
 DIMS = 384
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
-
-
-@pytest.fixture()
-def make_stack(make_stack):
-    """Stacks already serving: web and one worker process."""
-    def factory(**env) -> Stack:
-        stack = make_stack(**{"MAINTENANCE_RUN_WAIT_SECONDS": "25", **env})
-        stack.start_web()
-        stack.start_worker(processes=1, threads=2)
-        return stack
-
-    return factory
 
 
 def axis(*weights: tuple[int, float]) -> list[float]:
@@ -52,10 +41,6 @@ def store(api, content: str, **fields) -> str:
     return response.json()["memory_id"]
 
 
-def graph_of(stack: Stack):
-    return FalkorDB(port=stack.graph_port).select_graph(f"memories_{stack.name}")
-
-
 def settle(api, expected_memories: int) -> None:
     wait_until(lambda: (h := api.get("/health").json())["memory_count"] == expected_memories
                and h["vector_count"] == expected_memories, timeout=60, message="stores settled")
@@ -69,8 +54,8 @@ def consolidate(api, mode: str, dry_run: bool) -> dict:
     return response.json()["consolidation"]["runs"][mode]
 
 
-def test_decay_and_forget_known_answers(make_stack):
-    stack = make_stack()
+def test_decay_and_forget_known_answers(serving_stack):
+    stack = serving_stack()
     with stack.client() as api:
         base = {"type": "Context", "confidence": 0.5}
         ids = {
@@ -125,8 +110,8 @@ def test_decay_and_forget_known_answers(make_stack):
         assert all(h["duration_s"] >= 0 for h in status["history"])
 
 
-def test_cluster_writes_one_meta_pattern_per_group(make_stack):
-    stack = make_stack(CONSOLIDATION_CLUSTER_TARGET_SIZE="5", CONSOLIDATION_CLUSTER_MIN_SIZE="3",
+def test_cluster_writes_one_meta_pattern_per_group(serving_stack):
+    stack = serving_stack(CONSOLIDATION_CLUSTER_TARGET_SIZE="5", CONSOLIDATION_CLUSTER_MIN_SIZE="3",
                        CONSOLIDATION_CLUSTER_MIN_SIMILARITY="0.8")
     groups: dict[int, set[str]] = {}
     with stack.client() as api:
@@ -143,7 +128,7 @@ def test_cluster_writes_one_meta_pattern_per_group(make_stack):
         assert dry["counts"]["clusters"] == 3 and dry["counts"]["members"] == 15
         found = {frozenset(c.split(",")) for c in dry["samples"]["clusters"]}
         assert found == {frozenset(g) for g in groups.values()}
-        graph = graph_of(stack)
+        graph = stack_graph(stack)
         assert graph.query("MATCH (m:Memory {type: 'MetaPattern'}) RETURN count(m)").result_set[0][0] == 0
 
         run = consolidate(api, "cluster", dry_run=False)
@@ -163,10 +148,10 @@ def test_cluster_writes_one_meta_pattern_per_group(make_stack):
         assert graph.query("MATCH (m:Memory {type: 'MetaPattern'}) RETURN count(m)").result_set[0][0] == 3
 
 
-def test_creative_links_non_obvious_neighbours_once(make_stack):
+def test_creative_links_non_obvious_neighbours_once(serving_stack):
     # Enrichment's SIMILAR_TO would connect the close pairs first (and then they are not
     # "non-obvious"); this test is about the creative cycle alone.
-    stack = make_stack(CONSOLIDATION_CREATIVE_SAMPLE="100", SIMILAR_TO_LIMIT="0")
+    stack = serving_stack(CONSOLIDATION_CREATIVE_SAMPLE="100", SIMILAR_TO_LIMIT="0")
     with stack.client() as api:
         a = store(api, "alpha seed", tags=["alpha"], embedding=axis((20, 1.0)))
         b = store(api, "beta neighbour", tags=["beta"], embedding=axis((20, 0.8), (21, 0.6)))
@@ -177,7 +162,7 @@ def test_creative_links_non_obvious_neighbours_once(make_stack):
         h = store(api, "gamma linked", tags=["g2"], embedding=axis((40, 0.8), (41, 0.6)))
         store(api, "far away", tags=["far"], embedding=axis((50, 1.0)))
         settle(api, 8)
-        graph = graph_of(stack)
+        graph = stack_graph(stack)
         graph.query("MATCH (x:Memory {id: $g}), (y:Memory {id: $h}) CREATE (x)-[:RELATES_TO]->(y)", {"g": g, "h": h})
 
         dry = consolidate(api, "creative", dry_run=True)
@@ -201,8 +186,8 @@ def _stop_web(stack: Stack) -> None:
     stack.web.wait(30)
 
 
-def test_sync_repairs_injected_drift_both_ways(make_stack):
-    stack = make_stack()
+def test_sync_repairs_injected_drift_both_ways(serving_stack):
+    stack = serving_stack()
     with stack.client() as api:
         ids = [store(api, f"sync subject number {i}", tags=["sync", f"n{i}"]) for i in range(6)]
         settle(api, 6)
@@ -244,8 +229,8 @@ def test_sync_repairs_injected_drift_both_ways(make_stack):
         assert api.get("/health").json()["drift"]["count_gap"] == 0
 
 
-def test_backup_wipe_restore_gives_identical_recall(make_stack, servers):
-    source = make_stack()
+def test_backup_wipe_restore_gives_identical_recall(serving_stack, servers):
+    source = serving_stack()
     queries = ["database migration plan", "coffee preferences", "deploy friday"]
     with source.client() as api:
         texts = ["We plan the database migration for March", "She prefers coffee without sugar",
@@ -253,7 +238,7 @@ def test_backup_wipe_restore_gives_identical_recall(make_stack, servers):
                  "Coffee machine on floor 3 is broken", "Deploy pipeline takes ten minutes"]
         ids = [store(api, t, tags=["bk", f"t{i}"], importance=0.1 * (i + 1)) for i, t in enumerate(texts)]
         settle(api, 6)
-        graph_of(source).query("MATCH (x:Memory {id: $a}), (y:Memory {id: $b}) CREATE (x)-[:RELATES_TO {strength: 0.7}]->(y)",
+        stack_graph(source).query("MATCH (x:Memory {id: $a}), (y:Memory {id: $b}) CREATE (x)-[:RELATES_TO {strength: 0.7}]->(y)",
                                {"a": ids[0], "b": ids[3]})
         expected = {q: [(r["id"], r["final_score"]) for r in api.get("/recall", params={"query": q, "tags": "bk"}).json()["results"]]
                     for q in queries}
@@ -266,7 +251,7 @@ def test_backup_wipe_restore_gives_identical_recall(make_stack, servers):
     archive = source.data_dir / "snapshot.tar.gz"
     archive.write_bytes(response.content)
 
-    target = make_stack()  # an empty stack: a wiped deployment
+    target = serving_stack()  # an empty stack: a wiped deployment
     with target.client() as api:
         assert api.get("/health").json()["memory_count"] == 0
     _stop_web(target)
@@ -280,12 +265,12 @@ def test_backup_wipe_restore_gives_identical_recall(make_stack, servers):
             got = [(r["id"], r["final_score"]) for r in api.get("/recall", params={"query": q, "tags": "bk"}).json()["results"]]
             assert [i for i, _ in got] == [i for i, _ in expected[q]], q
             assert [s for _, s in got] == pytest.approx([s for _, s in expected[q]], abs=1e-4)
-    edges = graph_of(target).query("MATCH (x)-[r:RELATES_TO]->(y) RETURN x.id, y.id, r.strength").result_set
+    edges = stack_graph(target).query("MATCH (x)-[r:RELATES_TO]->(y) RETURN x.id, y.id, r.strength").result_set
     assert edges == [[ids[0], ids[3], 0.7]]
 
 
-def test_restore_graph_only_archive_reembeds(make_stack):
-    source = make_stack()
+def test_restore_graph_only_archive_reembeds(serving_stack):
+    source = serving_stack()
     with source.client() as api:
         ids = [store(api, f"graph only memory {i}", tags=["go"]) for i in range(3)]
         settle(api, 3)
@@ -293,7 +278,7 @@ def test_restore_graph_only_archive_reembeds(make_stack):
         assert [n.split("/")[0] for n in tarfile.open(fileobj=io.BytesIO(response.content)).getnames()] == ["falkordb"]
     archive = source.data_dir / "graph-only.tar.gz"
     archive.write_bytes(response.content)
-    target = make_stack()
+    target = serving_stack()
     _stop_web(target)
     restored = target.run_tool("-m", "ops.restore", str(archive))
     assert restored.returncode == 0 and '"reembedded":3' in restored.stdout, restored
@@ -304,9 +289,9 @@ def test_restore_graph_only_archive_reembeds(make_stack):
         assert hit["id"] == ids[2] and hit["match_type"] == "vector"
 
 
-def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
+def test_two_clocks_run_each_cycle_once_per_interval(serving_stack):
     interval = 2.0
-    stack = make_stack(SYNC_INTERVAL_SECONDS=str(interval), CONSOLIDATION_DECAY_INTERVAL_SECONDS=str(interval),
+    stack = serving_stack(SYNC_INTERVAL_SECONDS=str(interval), CONSOLIDATION_DECAY_INTERVAL_SECONDS=str(interval),
                        CONSOLIDATION_CREATIVE_INTERVAL_SECONDS="0", CONSOLIDATION_CLUSTER_INTERVAL_SECONDS="0",
                        CLOCK_TICK_SECONDS="0.1")
     import subprocess
@@ -349,8 +334,8 @@ def test_two_clocks_run_each_cycle_once_per_interval(make_stack):
     assert set(client.hgetall("mempipe:clock:last_run")) == {b"sync", b"decay"}  # last runs survive restarts
 
 
-def test_by_tag_routes_and_dead_letter_admin(make_stack):
-    stack = make_stack(ACTOR_MAX_RETRIES="0")
+def test_by_tag_routes_and_dead_letter_admin(serving_stack):
+    stack = serving_stack(ACTOR_MAX_RETRIES="0")
     with stack.client() as api:
         keep = store(api, "keeper", tags=["keep"])
         doomed = [store(api, f"doomed {i}", tags=["Doom", "x"]) for i in range(3)]
@@ -363,7 +348,7 @@ def test_by_tag_routes_and_dead_letter_admin(make_stack):
         assert deleted == {"status": "success", "tags": ["doom"], "deleted_count": 3}
         # the count is what was deleted: the nodes are gone when the answer comes
         assert all(api.get(f"/memory/{m}").status_code == 404 for m in doomed)
-        assert graph_of(stack).query("MATCH (m:Memory) RETURN count(m)").result_set[0][0] == 1
+        assert stack_graph(stack).query("MATCH (m:Memory) RETURN count(m)").result_set[0][0] == 1
         assert api.request("DELETE", "/memory/by-tag", params={"tags": ["doom"]}).json()["deleted_count"] == 0
         settle(api, 1)  # and their vectors follow through the vectors queue
         assert api.get(f"/memory/{keep}").status_code == 200
@@ -439,7 +424,7 @@ def test_graph_walk_is_keyset_paged_and_sees_every_memory_once(scratch_graph):
 
 def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(scratch_graph):
     from pipeline.graph import TagFilter
-    from pipeline.maintenance import graph_ops
+    from pipeline.tag_delete import delete_by_tag
 
     raw, graph = scratch_graph
 
@@ -453,12 +438,12 @@ def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(scratch_graph):
     kept = make("prefixed", 4, ["scratch:sub"]) | make("plain", 5, ["keep"])
     raw.query("MATCH (a:Memory {id: 'upper-0'}), (b:Memory {id: 'plain-0'}) CREATE (a)-[:RELATES_TO]->(b)")
     batches, dropped = [], []
-    count = graph_ops.delete_by_tag(graph, TagFilter(("SCRATCH",), "any", "exact"), 7, batches.append, dropped.extend)
+    count = delete_by_tag(graph, TagFilter(("SCRATCH",), "any", "exact"), batches.append, dropped.extend, batch=7)
     assert count == 25 and set(dropped) == doomed and len(dropped) == 25
     assert all(len(b) <= 7 for b in batches) and len(batches) == 4
     left = {row[0] for row in raw.query("MATCH (m:Memory) RETURN m.id").result_set}
     assert left == kept  # exact match leaves scratch:sub; the edge went with its node
-    assert graph_ops.delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), 7, batches.append, dropped.extend) == 4
+    assert delete_by_tag(graph, TagFilter(("scratch",), "any", "prefix"), batches.append, dropped.extend, batch=7) == 4
 
 
 def _restart(stack: Stack, **env: str) -> None:
@@ -469,11 +454,11 @@ def _restart(stack: Stack, **env: str) -> None:
 
 
 @pytest.mark.parametrize("backend", ["edge", "server"])
-def test_dimension_change_migrates_to_a_new_collection_and_switches_when_complete(make_stack, backend, tmp_path):
+def test_dimension_change_migrates_to_a_new_collection_and_switches_when_complete(serving_stack, backend, tmp_path):
     env = {"SIMILAR_TO_LIMIT": "0", "ENRICHMENT_ENABLED": "false"}
     if backend == "server":  # qdrant-client local mode on disk: one process owns it, as Edge
         env |= {"QDRANT_URL": f"local:{tmp_path / 'qdrant'}", "WEB_WORKER_QUEUES": "all"}
-    stack = make_stack(**env)
+    stack = serving_stack(**env)
     texts = [f"migration subject {i} about {word}" for i, word in enumerate(
         ["apples", "rivers", "engines", "violins", "glaciers", "lanterns", "compilers", "orchards"] * 5)]
     with stack.client() as api:

@@ -15,11 +15,11 @@ import time
 import dramatiq
 import pytest
 
-from ops import deadletters
+from ops.bench.stack import wait_until
+from pipeline import deadletters
 from pipeline.broker import COLD_POLL_MS, NAMESPACE, build_broker
 from pipeline.config import Settings
 from pipeline.redelivery import redelivery_bound_s
-from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
 

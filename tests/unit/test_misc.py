@@ -4,11 +4,11 @@ import fakeredis
 import pytest
 from pydantic import ValidationError
 
-from ops.clock import Clock, ScheduledJob
 from pipeline.classify import classify
 from pipeline.config import ScoringWeights, Settings
 from pipeline.embedding import HashEmbedder
 from pipeline.errors import ConfigurationError
+from pipeline.maintenance.schedule import Clock, ScheduledJob
 
 
 @pytest.mark.parametrize(

@@ -254,7 +254,7 @@ def test_control_bodies_are_size_checked_before_they_are_read(client, path, head
 
 
 def test_a_streamed_control_body_is_refused_at_the_limit_not_read_to_its_end():
-    from api.routes.consolidate import optional_json
+    from api.body import optional_json
     from pipeline.errors import PayloadTooLarge
 
     limit, chunk, received = 1000, b" " * 300, []

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-import pytest
 import redis
+from fastapi import Request
 from fastapi.testclient import TestClient
 
-import api.routes.memory as memory_routes
 from api.app import create_app
+from api.auth import check_api_token, require_api_token
 from api.writes import WriteOutcome
 from pipeline.config import Settings
 from pipeline.errors import Overloaded
@@ -37,9 +37,18 @@ class FakeWrites:
         return WriteOutcome(done=wait, state="recallable" if wait else "queued")
 
 
+async def _no_routed_single_write(request: Request) -> None:
+    """Every route's auth dependency, refusing to let FastAPI's routing answer ``POST /memory``:
+    the fast path checks the token itself, so only a routed single write reaches this."""
+    if request.method == "POST" and request.url.path == "/memory":
+        raise AssertionError("POST /memory went through FastAPI's routing")
+    check_api_token(request, request.app.state.settings)
+
+
 def _client(writes: FakeWrites, **settings) -> TestClient:
     config = Settings(automem_api_token="right-token", **settings)
     app = create_app(config)
+    app.dependency_overrides[require_api_token] = _no_routed_single_write
     # No lifespan: the route reads only these from the app's state.
     app.state.settings = config
     app.state.writes = writes
@@ -50,16 +59,7 @@ def _client(writes: FakeWrites, **settings) -> TestClient:
     return TestClient(app, raise_server_exceptions=False)
 
 
-@pytest.fixture
-def route_unreachable(monkeypatch):
-    """Fail the FastAPI route's own body: a request it answers would come back 500."""
-    async def reached(request):
-        raise AssertionError("POST /memory went through FastAPI's routing")
-
-    monkeypatch.setattr(memory_routes, "accept_single_write", reached)
-
-
-def test_a_single_write_is_answered_ahead_of_the_router(route_unreachable):
+def test_a_single_write_is_answered_ahead_of_the_router():
     writes = FakeWrites()
     client = _client(writes)
     queued = client.post("/memory", params={"wait": "false"}, json={"content": "queued note", "tags": ["a"]}, headers=TOKEN)
@@ -81,7 +81,7 @@ def _envelope(response, code: int) -> str:
     return body["message"]
 
 
-def test_errors_are_the_envelope_with_their_headers(route_unreachable):
+def test_errors_are_the_envelope_with_their_headers():
     client = _client(FakeWrites())
     refused = client.post("/memory", json={"content": "x"})
     assert _envelope(refused, 401) == "missing or invalid API token"
@@ -103,7 +103,7 @@ def test_errors_are_the_envelope_with_their_headers(route_unreachable):
     assert _envelope(broken.post("/memory", json={"content": "x"}, headers=TOKEN), 500) == "internal error"
 
 
-def test_single_writes_are_logged_and_traced(route_unreachable, caplog):
+def test_single_writes_are_logged_and_traced(caplog):
     # Counted too: tests/integration/test_metrics.py reads POST /memory's http_requests_total
     # over the real stack (in one test process only the first app's instrumentator registers).
     client = _client(FakeWrites())
