@@ -18,24 +18,15 @@ from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.errors import ConfigurationError
+from pipeline.recall_profiles import KeywordSearch, RecallProfile, ScoringWeights
+
+__all__ = ["ContextBonuses", "RecallProfile", "ScoringWeights", "Settings", "get_settings", "is_loopback"]
 
 EmbeddingProviderName = Literal["auto", "openai", "local", "hash"]
 
-# The recall settings RECALL_PROFILE decides. The field defaults below are the ``tuned`` values
-# (measured on LoCoMo: docs/recall.md, "Profiles"); ``automem`` restores AutoMem's documented
-# weights and its sequential keyword search for a deployment that must rank exactly as AutoMem
-# does. A variable set explicitly always wins over the profile.
-AUTOMEM_RECALL_PROFILE: dict[str, object] = {
-    "recall_keyword_search": "fill",
-    "recall_scoped_fetch_factor": 2,
-    "recall_keyword_per_result": 2,
-    "search_weight_vector": 0.35,
-    "search_weight_keyword": 0.35,
-    "search_weight_lexical": 0.0,
-    "search_weight_time_mention": 0.0,
-    "search_weight_neighbour": 0.0,
-    "search_weight_neighbour_far": 0.0,
-}
+# The recall settings RECALL_PROFILE decides default to the tuned profile's values; ``automem``
+# replaces whichever of them is not set explicitly (an explicit variable always wins).
+_TUNED = RecallProfile.TUNED
 
 
 def is_loopback(host: str) -> bool:
@@ -56,33 +47,17 @@ def is_loopback(host: str) -> bool:
     return (mapped or address).is_loopback
 
 
-class ScoringWeights(BaseModel, frozen=True):
-    """Weights of the hybrid recall score (see spec: recall-operations, Hybrid Scoring)."""
-
-    vector: float = 0.35
-    keyword: float = 0.35
-    metadata: float = 0.35
-    exact: float = 0.20
-    importance: float = 0.10
-    confidence: float = 0.05
-    recency: float = 0.10
-    tag: float = 0.20
-    relation: float = 0.25
-    relevance: float = 0.0
-    temporal: float = 0.10
-    lexical: float = 0.1
-    time_mention: float = 0.0
-
-
 class ContextBonuses(BaseModel, frozen=True):
-    """Unweighted context bonuses added to final_score (see spec: Context Hint Parameters)."""
+    """Unweighted context bonuses added to final_score (see spec: Context Hint Parameters).
 
-    tag: float = 0.2
-    type: float = 0.2
-    language: float = 0.15
-    language_style: float = 0.1
-    context: float = 0.1
-    priority: float = 0.9
+    Built by ``Settings.context_bonuses`` from the RECALL_*_BONUS settings, which hold the defaults."""
+
+    tag: float
+    type: float
+    language: float
+    language_style: float
+    context: float
+    priority: float
 
 
 class Settings(BaseSettings):
@@ -170,11 +145,11 @@ class Settings(BaseSettings):
     recall_max_list_items: int = Field(100, ge=1, le=10_000, description="Most values a list parameter of recall may carry: tags, exclude_tags, context_tags, context_types, priority_ids (400 above).")
     recall_vector_overfetch: int = Field(4, ge=1, description="Vector candidates fetched per requested result.")
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
-    recall_scoped_fetch_factor: int = Field(1, ge=1, le=10, description="In a tag scope, the vector fetch is this many times the unscoped one (still capped): a wider look for re-ranking inside a narrow scope (2 in the automem profile; with keyword search on every query, 1 keeps recall@10 and cuts the tag-scoped pool by a third).")
+    recall_scoped_fetch_factor: int = Field(_TUNED.scoped_fetch_factor, ge=1, le=10, description="In a tag scope, the vector fetch is this many times the unscoped one (still capped): a wider look for re-ranking inside a narrow scope (2 in the automem profile; with keyword search on every query, 1 keeps recall@10 and cuts the tag-scoped pool by a third).")
     recall_excluded_types: str = Field("MetaPattern", description="Memory types never returned by recall (comma list).")
     recall_profile: Literal["tuned", "automem"] = Field("tuned", description="tuned: the defaults below (keyword search on every text query, BM25 over the pool, when-questions, neighbouring turns; LoCoMo recall@10 0.67 -> 0.76); automem: AutoMem's spec weights and sequential keyword search (RECALL_KEYWORD_SEARCH=fill, vector/keyword 0.35, lexical, time-mention and neighbour weights 0, scoped fetch factor 2) for whatever of those is not set explicitly.")
-    recall_keyword_search: Literal["fill", "always"] = Field("always", description="always: on every text query, full-text matches ranked by BM25 join the pool and get their vector score; fill: full-text search only to fill slots vector search left open (the spec's sequential search; the automem profile).")
-    recall_keyword_per_result: int = Field(1, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short; 2 in the automem profile).")
+    recall_keyword_search: KeywordSearch = Field(_TUNED.keyword_search, description="always: on every text query, full-text matches ranked by BM25 join the pool and get their vector score; fill: full-text search only to fill slots vector search left open (the spec's sequential search; the automem profile).")
+    recall_keyword_per_result: int = Field(_TUNED.keyword_per_result, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short; 2 in the automem profile).")
     recall_keyword_source: Literal["auto", "graph"] = Field("auto", description="Where keyword search runs. auto: BM25 in the Qdrant Edge shard's scored text index on content (one in-process call; an older shard is migrated once by the maintenance thread and uses the graph until then), the graph's full-text index with a Qdrant server; graph: always the FalkorDB full-text index (RECALL_KEYWORD_READ matches ranked by BM25 in Python).")
     recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
     recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
@@ -197,21 +172,21 @@ class Settings(BaseSettings):
     recall_entity_expansion_score: float = Field(0.15, ge=0, description="Score (entity_expansion component) of an entity-expanded result.")
     search_recency_window_days: float = Field(180.0, gt=0, description="Recency window (linear) or half-life (exp), in days.")
     search_recency_curve: Literal["linear", "exp"] = Field("linear", description="Recency decay curve.")
-    search_weight_vector: float = Field(0.5, description="Weight of vector similarity (0.35 in the automem profile).")
-    search_weight_keyword: float = Field(0.1, description="Weight of keyword match (0.35 in the automem profile; low by default, where the pool BM25 already weighs the words).")
-    search_weight_metadata: float = Field(0.35, description="Weight of the metadata sidecar match.")
-    search_weight_exact: float = Field(0.20, description="Weight of a whole-query exact match.")
-    search_weight_importance: float = Field(0.10, description="Weight of importance.")
-    search_weight_confidence: float = Field(0.05, description="Weight of confidence.")
-    search_weight_recency: float = Field(0.10, description="Weight of recency.")
-    search_weight_tag: float = Field(0.20, description="Weight of query-keyword/tag overlap.")
-    search_weight_relation: float = Field(0.25, description="Weight of graph relations.")
-    search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
-    search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
-    search_weight_lexical: float = Field(0.1, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off, as in the automem profile).")
-    search_weight_time_mention: float = Field(0.1, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off, as in the automem profile.")
-    search_weight_neighbour: float = Field(0.15, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off, as in the automem profile).")
-    search_weight_neighbour_far: float = Field(0.1, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off, as in the automem profile).")
+    search_weight_vector: float = Field(_TUNED.weights.vector, description="Weight of vector similarity (0.35 in the automem profile).")
+    search_weight_keyword: float = Field(_TUNED.weights.keyword, description="Weight of keyword match (0.35 in the automem profile; low by default, where the pool BM25 already weighs the words).")
+    search_weight_metadata: float = Field(_TUNED.weights.metadata, description="Weight of the metadata sidecar match.")
+    search_weight_exact: float = Field(_TUNED.weights.exact, description="Weight of a whole-query exact match.")
+    search_weight_importance: float = Field(_TUNED.weights.importance, description="Weight of importance.")
+    search_weight_confidence: float = Field(_TUNED.weights.confidence, description="Weight of confidence.")
+    search_weight_recency: float = Field(_TUNED.weights.recency, description="Weight of recency.")
+    search_weight_tag: float = Field(_TUNED.weights.tag, description="Weight of query-keyword/tag overlap.")
+    search_weight_relation: float = Field(_TUNED.weights.relation, description="Weight of graph relations.")
+    search_weight_relevance: float = Field(_TUNED.weights.relevance, description="Weight of the consolidation relevance score.")
+    search_weight_temporal: float = Field(_TUNED.weights.temporal, description="Weight of the relative-recency re-rank.")
+    search_weight_lexical: float = Field(_TUNED.weights.lexical, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off, as in the automem profile).")
+    search_weight_time_mention: float = Field(_TUNED.weights.time_mention, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off, as in the automem profile.")
+    search_weight_neighbour: float = Field(_TUNED.weights.neighbour, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off, as in the automem profile).")
+    search_weight_neighbour_far: float = Field(_TUNED.weights.neighbour_far, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off, as in the automem profile).")
 
     # --- Slack ingestion -------------------------------------------------------------
     slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")
@@ -298,8 +273,8 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _apply_recall_profile(self) -> "Settings":
-        if self.recall_profile == "automem":
-            for name, value in AUTOMEM_RECALL_PROFILE.items():
+        if self.recall_profile != "tuned":  # the field defaults are the tuned profile's
+            for name, value in RecallProfile.named(self.recall_profile).settings().items():
                 if name not in self.model_fields_set:  # an explicit setting wins
                     self.__dict__[name] = value  # plain store: no re-validation of the whole model
         return self

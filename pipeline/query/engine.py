@@ -25,7 +25,7 @@ from pipeline.query.graph_reads import contradictions, neighbours
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored, result_entry
-from pipeline.query.scoring import RecencyPolicy, has_temporal_intent, relative_recency
+from pipeline.query.scoring import has_temporal_intent, relative_recency
 from pipeline.query.state import contradiction_details
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, order_rows, time_key
 from pipeline.query.timewindow import TimeWindow, parse_time_query
@@ -46,23 +46,7 @@ class RecallEngine:
     ):
         self._settings = settings
         self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
-        self._policy = SearchPolicy(
-            weights=settings.scoring_weights,
-            recency=RecencyPolicy(settings.search_recency_window_days, settings.search_recency_curve),
-            overfetch=settings.recall_vector_overfetch,
-            fetch_cap=settings.recall_vector_fetch_cap,
-            scoped_fetch_factor=settings.recall_scoped_fetch_factor,
-            keyword_mode=settings.recall_keyword_search,
-            keyword_read=settings.recall_keyword_read,
-            keyword_per_result=settings.recall_keyword_per_result,
-            keyword_source=settings.recall_keyword_source,
-            neighbour_weight=settings.search_weight_neighbour,
-            neighbour_far_weight=settings.search_weight_neighbour_far,
-            metadata_enabled=settings.recall_metadata_search_enabled,
-            metadata_min_match=settings.recall_metadata_min_match,
-            relevance_gate=settings.recall_relevance_gate,
-            entity_score=settings.recall_entity_expansion_score,
-        )
+        self._policy = SearchPolicy.from_settings(settings)
         self._search = QuerySearch(self._sources, self._policy)
         self._bonuses = settings.context_bonuses
         self._on_access = on_access

@@ -14,9 +14,8 @@ read. Scores before the bonus are used, so a bonus never propagates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from pipeline.graph import GraphStore, memory_from_row, memory_projection
+from pipeline.graph import GraphStore
 from pipeline.query.response import Scored
 
 # Fixed relation type and path lengths; ids are parameters. Both directions are found from the

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipeline.config import ScoringWeights
+from pipeline.config import ScoringWeights, Settings
 from pipeline.graph import Scope
 from pipeline.query.candidates import Candidate, CandidateSources, VectorStatus
 from pipeline.query.context import ContextProfile
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SearchPolicy:
-    """The settings one search needs, read once from Settings."""
+    """The settings one search needs, read once from Settings (``from_settings``: no defaults here)."""
 
     weights: ScoringWeights
     recency: RecencyPolicy
@@ -42,13 +42,29 @@ class SearchPolicy:
     metadata_min_match: float
     relevance_gate: float
     entity_score: float
-    keyword_read: int = 0
-    scoped_fetch_factor: int = 2
-    keyword_per_result: int = 2
-    keyword_source: str = "graph"
-    neighbour_weight: float = 0.0
-    neighbour_far_weight: float = 0.0
+    keyword_read: int
+    scoped_fetch_factor: int
+    keyword_per_result: int
+    keyword_source: str
     lexical: PoolBM25 = field(default_factory=PoolBM25)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SearchPolicy:
+        return cls(
+            weights=settings.scoring_weights,
+            recency=RecencyPolicy.from_settings(settings),
+            overfetch=settings.recall_vector_overfetch,
+            fetch_cap=settings.recall_vector_fetch_cap,
+            keyword_mode=settings.recall_keyword_search,
+            metadata_enabled=settings.recall_metadata_search_enabled,
+            metadata_min_match=settings.recall_metadata_min_match,
+            relevance_gate=settings.recall_relevance_gate,
+            entity_score=settings.recall_entity_expansion_score,
+            keyword_read=settings.recall_keyword_read,
+            scoped_fetch_factor=settings.recall_scoped_fetch_factor,
+            keyword_per_result=settings.recall_keyword_per_result,
+            keyword_source=settings.recall_keyword_source,
+        )
 
     def fetch_size(self, limit: int, scoped: bool) -> int:
         size = max(limit, min(limit * self.overfetch, self.fetch_cap))
@@ -279,7 +295,7 @@ class QuerySearch:
                 text: str | None, keywords: list[str]) -> tuple[list[Scored], int]:
         fetched = self._add_priority(pool, ctx, text) if ctx.profile.priority_ids else 0
         chained = None
-        near, far = self._policy.neighbour_weight, self._policy.neighbour_far_weight
+        near, far = self._policy.weights.neighbour, self._policy.weights.neighbour_far
         if text and sort == "score" and (near > 0 or far > 0):  # the pool before the state check
             try:
                 chained = chained_pairs(self._sources.graph, [c.id for c in pool], 2 if far > 0 else 1)
