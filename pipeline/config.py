@@ -36,6 +36,7 @@ from pipeline.settings_groups import (
     ProcessSettings,
     RankingSettings,
     RecallSettings,
+    RecallTuning,
     SettingsGroup,
     SlackDetailSettings,
     SlackSettings,
@@ -100,6 +101,7 @@ class Settings(
     WritePathTuning,
     IndexBuildTuning,
     BackgroundTuning,
+    RecallTuning,
 ):
     """Every setting, read from the environment by its flat name (the groups only sort them)."""
 

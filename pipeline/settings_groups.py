@@ -198,7 +198,6 @@ class RankingSettings(SettingsGroup):
     recall_keyword_search: KeywordSearch = Field(_TUNED.keyword_search, description="always: on every text query, full-text matches ranked by BM25 join the pool and get their vector score; fill: full-text search only to fill slots vector search left open (the spec's sequential search; the automem profile).")
     recall_keyword_per_result: int = Field(_TUNED.keyword_per_result, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short; 2 in the automem profile).")
     recall_scoped_fetch_factor: int = Field(_TUNED.scoped_fetch_factor, ge=1, le=10, description="In a tag scope, the vector fetch is this many times the unscoped one (still capped): a wider look for re-ranking inside a narrow scope (2 in the automem profile; with keyword search on every query, 1 keeps recall@10 and cuts the tag-scoped pool by a third).")
-    recall_keyword_source: Literal["auto", "graph"] = Field("auto", description="Where keyword search runs. auto: BM25 in the Qdrant Edge shard's scored text index on content (one in-process call; an older shard is migrated once by the maintenance thread and uses the graph until then), the graph's full-text index with a Qdrant server; graph: always the FalkorDB full-text index (RECALL_KEYWORD_READ matches ranked by BM25 in Python).")
     recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
     recall_vector_overfetch: int = Field(4, ge=1, description="Vector candidates fetched per requested result.")
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
@@ -353,7 +352,7 @@ class IndexBuildTuning(SettingsGroup):
 
 
 class BackgroundTuning(SettingsGroup):
-    """How background work yields to the write path and batches its own writes."""
+    """How background work yields to the write path and pages through the store."""
 
     title: ClassVar[str] = "Background work"
     tier: ClassVar[Tier] = "tuning"
@@ -361,8 +360,17 @@ class BackgroundTuning(SettingsGroup):
     similar_to_defer_backlog: int = Field(1000, ge=0, description="While more memories than this are accepted but not yet recallable, enrichment and SIMILAR_TO linking wait (the write path gets the CPU; 0 = never wait).")
     similar_to_defer_quiet_ms: int = Field(250, ge=0, le=60_000, description="Enrichment and SIMILAR_TO linking also wait until no write has been queued for this long, so a stream of single writes keeps the CPU (0 = only the backlog bound applies).")
     similar_to_defer_max_s: float = Field(300.0, ge=0, le=540, description="Longest one enrichment or SIMILAR_TO message waits for the write path before it runs anyway.")
-    recall_access_flush_ms: int = Field(500, ge=0, description="How often the last_accessed updates recalls cause are sent to the maintenance queue, batched (0: one message per recall, on the request path).")
     maintenance_page_size: int = Field(500, ge=10, le=10_000, description="Memories one maintenance step handles; bounds memory and how long a step holds the vector queue.")
+
+
+class RecallTuning(SettingsGroup):
+    """Recall switches that benchmarks and tests turn: where keyword search runs, how access is batched."""
+
+    title: ClassVar[str] = "Recall"
+    tier: ClassVar[Tier] = "tuning"
+
+    recall_keyword_source: Literal["auto", "graph"] = Field("auto", description="Where keyword search runs. auto: BM25 in the Qdrant Edge shard's scored text index on content (one in-process call; an older shard is migrated once by the maintenance thread and uses the graph until then), the graph's full-text index with a Qdrant server; graph: always the FalkorDB full-text index (RECALL_KEYWORD_READ matches ranked by BM25 in Python).")
+    recall_access_flush_ms: int = Field(500, ge=0, description="How often the last_accessed updates recalls cause are sent to the maintenance queue, batched (0: one message per recall, on the request path).")
 
 
 GROUPS: tuple[type[SettingsGroup], ...] = (
@@ -384,4 +392,5 @@ GROUPS: tuple[type[SettingsGroup], ...] = (
     WritePathTuning,
     IndexBuildTuning,
     BackgroundTuning,
+    RecallTuning,
 )
