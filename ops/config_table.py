@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pipeline.config import Settings
+from pipeline.config import RecallProfile, Settings
 from pipeline.settings_groups import SettingsGroup, Tier
 
 DOCUMENT = Path(__file__).resolve().parents[1] / "docs" / "config.md"
@@ -32,8 +32,9 @@ What a deployment sets: tokens, addresses, stores, models, what recall returns, 
     "advanced": """## Advanced settings
 
 Limits and recipes an operator changes with a reason. `RECALL_PROFILE` (above) chooses the
-ranking recipe (`tuned` or `automem`) and so the defaults of the profile's ranking fields; a
-variable set explicitly wins over the profile.
+ranking recipe (`tuned` or `automem`, `pipeline/recall_profiles.py`) and so the defaults of the
+profile's ranking fields (the table gives both where they differ); a variable set explicitly
+wins over the profile.
 """,
     "tuning": """## Tuning (benchmarks only)
 
@@ -43,10 +44,13 @@ Batching and scheduling knobs. The defaults are the values the benchmarks chose
 }
 
 
-def _default(field) -> str:
+def _default(name: str, field) -> str:
     value = field.default
     if value is None:
         return "—"
+    automem = RecallProfile.AUTOMEM.settings().get(name, value)
+    if automem != value:  # a field the recall profile decides: both recipes' values
+        return f"`{value}` (automem: `{automem}`)"
     return f"`{value}`"
 
 
@@ -57,7 +61,7 @@ def _env_name(name: str, field) -> str:
 def table(group: type[SettingsGroup]) -> str:
     rows = ["| variable | default | what it does |", "|---|---|---|"]
     for name, field in group.model_fields.items():
-        rows.append(f"| `{_env_name(name, field)}` | {_default(field)} | {field.description or ''} |")
+        rows.append(f"| `{_env_name(name, field)}` | {_default(name, field)} | {field.description or ''} |")
     return "\n".join(rows)
 
 

@@ -98,7 +98,7 @@ class RecallSettings(SettingsGroup):
     title: ClassVar[str] = "Recall"
     tier: ClassVar[Tier] = "user"
 
-    recall_profile: Literal["tuned", "automem"] = Field("tuned", description="tuned: the defaults below (keyword search on every text query, BM25 over the pool, when-questions, neighbouring turns; LoCoMo recall@10 0.67 -> 0.76); automem: AutoMem's spec weights and sequential keyword search (RECALL_KEYWORD_SEARCH=fill, vector/keyword 0.35, lexical, time-mention and neighbour weights 0, scoped fetch factor 2) for whatever of those is not set explicitly.")
+    recall_profile: Literal["tuned", "automem"] = Field("tuned", description="tuned: the ranking measured on LoCoMo (keyword search on every text query, BM25 over the pool, when-questions, neighbouring turns; recall@10 0.67 -> 0.76); automem: AutoMem's spec weights and sequential keyword search. Sets whichever of the ranking fields it decides is not set explicitly (both values are in the Ranking table).")
     recall_default_limit: int = Field(5, ge=1, description="Results when limit is not given.")
     recall_max_limit: int = Field(100, ge=1, description="Largest limit a recall may ask for (larger is clamped).")
     recall_excluded_types: str = Field("MetaPattern", description="Memory types never returned by recall (comma list).")
@@ -195,9 +195,9 @@ class RankingSettings(SettingsGroup):
     title: ClassVar[str] = "Ranking"
     tier: ClassVar[Tier] = "advanced"
 
-    recall_keyword_search: KeywordSearch = Field(_TUNED.keyword_search, description="always: on every text query, full-text matches ranked by BM25 join the pool and get their vector score; fill: full-text search only to fill slots vector search left open (the spec's sequential search; the automem profile).")
-    recall_keyword_per_result: int = Field(_TUNED.keyword_per_result, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short; 2 in the automem profile).")
-    recall_scoped_fetch_factor: int = Field(_TUNED.scoped_fetch_factor, ge=1, le=10, description="In a tag scope, the vector fetch is this many times the unscoped one (still capped): a wider look for re-ranking inside a narrow scope (2 in the automem profile; with keyword search on every query, 1 keeps recall@10 and cuts the tag-scoped pool by a third).")
+    recall_keyword_search: KeywordSearch = Field(_TUNED.keyword_search, description="always: on every text query, full-text matches ranked by BM25 join the pool and get their vector score; fill: full-text search only to fill slots vector search left open (the spec's sequential search).")
+    recall_keyword_per_result: int = Field(_TUNED.keyword_per_result, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short).")
+    recall_scoped_fetch_factor: int = Field(_TUNED.scoped_fetch_factor, ge=1, le=10, description="In a tag scope, the vector fetch is this many times the unscoped one (still capped): a wider look for re-ranking inside a narrow scope (with keyword search on every query, 1 keeps recall@10 and cuts the tag-scoped pool by a third).")
     recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
     recall_vector_overfetch: int = Field(4, ge=1, description="Vector candidates fetched per requested result.")
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
@@ -216,8 +216,8 @@ class RankingSettings(SettingsGroup):
     recall_entity_expansion_score: float = Field(0.15, ge=0, description="Score (entity_expansion component) of an entity-expanded result.")
     search_recency_window_days: float = Field(180.0, gt=0, description="Recency window (linear) or half-life (exp), in days.")
     search_recency_curve: Literal["linear", "exp"] = Field("linear", description="Recency decay curve.")
-    search_weight_vector: float = Field(_TUNED.weights.vector, description="Weight of vector similarity (0.35 in the automem profile).")
-    search_weight_keyword: float = Field(_TUNED.weights.keyword, description="Weight of keyword match (0.35 in the automem profile; low by default, where the pool BM25 already weighs the words).")
+    search_weight_vector: float = Field(_TUNED.weights.vector, description="Weight of vector similarity.")
+    search_weight_keyword: float = Field(_TUNED.weights.keyword, description="Weight of keyword match (low in the tuned profile, where the pool BM25 already weighs the words).")
     search_weight_metadata: float = Field(_TUNED.weights.metadata, description="Weight of the metadata sidecar match.")
     search_weight_exact: float = Field(_TUNED.weights.exact, description="Weight of a whole-query exact match.")
     search_weight_importance: float = Field(_TUNED.weights.importance, description="Weight of importance.")
@@ -227,10 +227,10 @@ class RankingSettings(SettingsGroup):
     search_weight_relation: float = Field(_TUNED.weights.relation, description="Weight of graph relations.")
     search_weight_relevance: float = Field(_TUNED.weights.relevance, description="Weight of the consolidation relevance score.")
     search_weight_temporal: float = Field(_TUNED.weights.temporal, description="Weight of the relative-recency re-rank.")
-    search_weight_lexical: float = Field(_TUNED.weights.lexical, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off, as in the automem profile).")
-    search_weight_time_mention: float = Field(_TUNED.weights.time_mention, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off, as in the automem profile.")
-    search_weight_neighbour: float = Field(_TUNED.weights.neighbour, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off, as in the automem profile).")
-    search_weight_neighbour_far: float = Field(_TUNED.weights.neighbour_far, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off, as in the automem profile).")
+    search_weight_lexical: float = Field(_TUNED.weights.lexical, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off).")
+    search_weight_time_mention: float = Field(_TUNED.weights.time_mention, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off.")
+    search_weight_neighbour: float = Field(_TUNED.weights.neighbour, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off).")
+    search_weight_neighbour_far: float = Field(_TUNED.weights.neighbour_far, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off).")
 
 
 class ConsolidationSettings(SettingsGroup):
