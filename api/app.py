@@ -72,29 +72,6 @@ def _actor_enqueuers(services: Services) -> Enqueuers:
     )
 
 
-def input_limits(settings: Settings, vector_size: int) -> Limits:
-    return Limits(
-        content_max_chars=settings.memory_content_hard_limit,
-        max_tags=settings.max_tags,
-        max_tag_length=settings.max_tag_length,
-        max_metadata_bytes=settings.max_metadata_bytes,
-        max_metadata_depth=settings.max_metadata_depth,
-        vector_size=vector_size,
-    )
-
-
-def write_tuning(settings: Settings) -> WriteTuning:
-    return WriteTuning(
-        wait_seconds=settings.write_wait_seconds,
-        coalesce_window_s=settings.write_coalesce_window_ms / 1000,
-        coalesce_max_wait_s=settings.write_coalesce_max_wait_ms / 1000,
-        coalesce_max_items=settings.write_coalesce_max_items,
-        max_pending=settings.backpressure_max_pending,
-        retry_after_s=settings.backpressure_retry_after_s,
-        admit_cache_s=settings.backpressure_check_interval_ms / 1000,
-    )
-
-
 def recall_engine(settings: Settings, svc: Services, access: AccessBatcher) -> RecallEngine:
     return RecallEngine(
         settings,
@@ -138,10 +115,10 @@ async def web_lifespan(
     svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here
     app.state.settings = settings
     app.state.services = svc
-    app.state.limits = input_limits(settings, embedder.dimensions)
+    app.state.limits = Limits.from_settings(settings, embedder.dimensions)
     waiter = CompletionWaiter(redis_connect or (lambda: aioredis.Redis.from_url(settings.redis_url)))
     await waiter.start()
-    writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(svc), waiter, write_tuning(settings))
+    writes = WritePath(svc.tracker, enqueuers or _actor_enqueuers(svc), waiter, WriteTuning.from_settings(settings))
     app.state.writes = writes
     access = AccessBatcher(writes.record_access, settings.recall_access_flush_ms / 1000)
     access.start()

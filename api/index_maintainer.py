@@ -32,25 +32,30 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class BuildHolds:
-    """When a due build waits (0 turns a hold off)."""
+    """When a due build waits (0 turns a hold off); the EDGE_OPTIMIZE_* settings hold the defaults."""
 
-    import_max_changes: int = 0
-    similarity_wait_s: float = 0.0
-    similarity_wait_max_changes: int = 0
+    import_max_changes: int
+    similarity_wait_s: float
+    similarity_wait_max_changes: int
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "BuildHolds":
+    def from_settings(cls, settings: Settings) -> BuildHolds:
         return cls(settings.edge_optimize_import_max_changes, settings.edge_optimize_similarity_wait_s,
                    settings.edge_optimize_similarity_wait_max_changes)
 
+    @classmethod
+    def off(cls) -> BuildHolds:
+        """A due build never waits (a maintainer with nothing else to consult)."""
+        return cls(0, 0.0, 0)
+
 
 class IndexMaintainer(threading.Thread):
-    def __init__(self, services: Services, interval: float, holds: BuildHolds = BuildHolds(),
+    def __init__(self, services: Services, interval: float, holds: BuildHolds | None = None,
                  clock=time.monotonic):
         super().__init__(name="vector-maintenance", daemon=True)
         self._services = services
         self._interval = interval
-        self._holds = holds
+        self._holds = holds or BuildHolds.off()
         self._clock = clock
         self._import_held = False
         self._similarity_held_since: float | None = None

@@ -21,8 +21,7 @@ POLL_SECONDS = 0.1
 
 
 def run_store(services: Services) -> RunStore:
-    s = services.settings
-    return RunStore(services.broker_redis, s.maintenance_history_size, s.maintenance_run_ttl_hours * 3600)
+    return RunStore.from_settings(services.broker_redis, services.settings)
 
 
 def _default_send(kind: str, dry_run: bool, trigger: str, run_id: str, params: dict[str, Any]) -> None:

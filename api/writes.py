@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.coalescer import WriteCoalescer
 from api.waiter import CompletionWaiter
+from pipeline.config import Settings
 from pipeline.errors import Overloaded, Unavailable
 from pipeline.records import MemoryRecord
 from pipeline.tracking import PipelineTracker
@@ -52,13 +53,27 @@ class WriteOutcome:
 
 @dataclass(frozen=True)
 class WriteTuning:
-    wait_seconds: float = 2.0
-    coalesce_window_s: float = 0.003
-    coalesce_max_wait_s: float = 0.02
-    coalesce_max_items: int = 256
-    max_pending: int = 20_000
-    retry_after_s: int = 2
-    admit_cache_s: float = 0.05  # BACKPRESSURE_CHECK_INTERVAL_MS
+    """The write path's settings in seconds (``from_settings``; the defaults live in Settings)."""
+
+    wait_seconds: float
+    coalesce_window_s: float
+    coalesce_max_wait_s: float
+    coalesce_max_items: int
+    max_pending: int
+    retry_after_s: int
+    admit_cache_s: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WriteTuning:
+        return cls(
+            wait_seconds=settings.write_wait_seconds,
+            coalesce_window_s=settings.write_coalesce_window_ms / 1000,
+            coalesce_max_wait_s=settings.write_coalesce_max_wait_ms / 1000,
+            coalesce_max_items=settings.write_coalesce_max_items,
+            max_pending=settings.backpressure_max_pending,
+            retry_after_s=settings.backpressure_retry_after_s,
+            admit_cache_s=settings.backpressure_check_interval_ms / 1000,
+        )
 
 
 class WritePath:

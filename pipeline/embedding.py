@@ -89,7 +89,7 @@ class LocalEmbedder:
     semantic = True
     dimensions = LOCAL_MODEL_DIMENSIONS
 
-    def __init__(self, batch_size: int = 64, torch_threads: int = 1):
+    def __init__(self, batch_size: int, torch_threads: int):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch

@@ -11,13 +11,16 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from pipeline.errors import ValidationError
+
+if TYPE_CHECKING:
+    from pipeline.config import Settings
 
 MEMORY_TYPES: tuple[str, ...] = ("Decision", "Pattern", "Preference", "Style", "Habit", "Insight", "Context")
 """Types a client may give (AutoMem's). Internal artifact types such as MetaPattern are not writable."""
@@ -93,14 +96,26 @@ def parse_timestamp(value: Any, field_name: str) -> datetime:
 
 
 class Limits(BaseModel, frozen=True):
-    """Input limits, taken from Settings (kept apart so validation needs no Settings)."""
+    """Input limits (kept apart so validation needs no Settings; ``from_settings`` builds them)."""
 
-    content_max_chars: int = 8000
-    max_tags: int = 64
-    max_tag_length: int = 256
-    max_metadata_bytes: int = 65_536
-    max_metadata_depth: int = 8
-    vector_size: int = 384
+    content_max_chars: int
+    max_tags: int
+    max_tag_length: int
+    max_metadata_bytes: int
+    max_metadata_depth: int
+    vector_size: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings, vector_size: int) -> Limits:
+        """The settings' limits; ``vector_size`` is the embedder's (a client-sent embedding must match)."""
+        return cls(
+            content_max_chars=settings.memory_content_hard_limit,
+            max_tags=settings.max_tags,
+            max_tag_length=settings.max_tag_length,
+            max_metadata_bytes=settings.max_metadata_bytes,
+            max_metadata_depth=settings.max_metadata_depth,
+            vector_size=vector_size,
+        )
 
 
 class _MemoryFields(BaseModel):

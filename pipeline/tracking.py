@@ -120,7 +120,9 @@ def tombstone_key(memory_id: str) -> str:
 class PipelineTracker:
     """Synchronous view used by actors (and the API's read side)."""
 
-    def __init__(self, client: redis.Redis, arrival_window_ms: int = 250):
+    def __init__(self, client: redis.Redis, arrival_window_ms: int = 0):
+        # The write path's tracker (Services.tracker) marks arrivals for SIMILAR_TO_DEFER_QUIET_MS;
+        # 0, for the trackers that only read or settle states, records none.
         self._redis = client
         self._advance_script = client.register_script(_ADVANCE_IF_PENDING)
         self._mark_queued_script = client.register_script(_MARK_QUEUED)

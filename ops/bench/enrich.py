@@ -87,6 +87,7 @@ def _child(config: Config, threads: int, limit: int, server_pids: dict[str, int]
     from pipeline.actors.enrich import queue_enrichment
     from pipeline.config import get_settings
     from pipeline.enrichment.entities import SpacyEntityExtractor
+    from pipeline.config import Settings
     from pipeline.records import Limits, build_new_record
     from pipeline.services import Services
 
@@ -94,7 +95,7 @@ def _child(config: Config, threads: int, limit: int, server_pids: dict[str, int]
     settings = get_settings()
     entities = SpacyEntityExtractor(settings.spacy_model, prune=not config.baseline) if config.entities == "spacy" else None
     services = broker.services = Services(settings, entities=entities)
-    records = [build_new_record(t, Limits()) for t in _turns(limit)]
+    records = [build_new_record(t, Limits.from_settings(Settings(), vector_size=384)) for t in _turns(limit)]
     for start in range(0, len(records), 500):
         services.graph.upsert_memories(records[start:start + 500])
     services.entity_extractor.extract(["warm up"])  # model load is not throughput

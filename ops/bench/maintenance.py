@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             MEMPIPE_DATA_DIR=base / "data", embedding_provider="hash", maintenance_page_size=args.page,
         )
         services = Services(settings)
-        runs = RunStore(redis.Redis.from_url(settings.redis_url))
+        runs = RunStore.from_settings(redis.Redis.from_url(settings.redis_url), settings)
         load_s = load(services, args.memories)
         optimize_started = time.perf_counter()
         if not args.no_optimize:

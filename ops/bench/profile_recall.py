@@ -9,10 +9,9 @@ and the JSON encoding of the response. Stages nest (expansion includes its own v
 searches), so the columns need not add up to the total. ``--cprofile`` prints the top
 functions by cumulative time instead.
 
-``--ab`` compares, request by request (rotating, so all see the same machine load): *before*
-(``RECALL_CONCURRENT_READS=false``, the ``last_accessed`` message sent on the request path as
-with ``RECALL_ACCESS_FLUSH_MS=0``), *batched* (access batched, the default) and *concurrent*
-(batched, plus ``RECALL_CONCURRENT_READS=true``). Ratios are to *before*.
+``--ab`` compares, request by request (rotating, so both see the same machine load): *before*
+(the ``last_accessed`` message sent on the request path, as with ``RECALL_ACCESS_FLUSH_MS=0``)
+and *batched* (access batched, the default). Ratios are to *before*.
 """
 
 from __future__ import annotations
@@ -102,23 +101,20 @@ def compare(settings, services, plans, RecallEngine, request) -> None:
     batcher.start()
     now = lambda: datetime.now(timezone.utc).isoformat()  # noqa: E731
     engines = {
-        "before": RecallEngine(settings.model_copy(update={"recall_concurrent_reads": False}),
+        "before": RecallEngine(settings,
                                graph=lambda: services.graph, vectors=lambda: services.vectors,
                                embedder=lambda: services.embedder, on_access=lambda ids: send(ids, now()),
                                dimensions=lambda: services.vector_size),
-        "batched": RecallEngine(settings.model_copy(update={"recall_concurrent_reads": False}),
+        "batched": RecallEngine(settings,
                                 graph=lambda: services.graph, vectors=lambda: services.vectors,
                                 embedder=lambda: services.embedder, on_access=lambda ids: batcher.record(ids, now()),
                                 dimensions=lambda: services.vector_size),
-        "concurrent": RecallEngine(settings.model_copy(update={"recall_concurrent_reads": True}), graph=lambda: services.graph, vectors=lambda: services.vectors,
-                              embedder=lambda: services.embedder, on_access=lambda ids: batcher.record(ids, now()),
-                              dimensions=lambda: services.vector_size),
     }
     try:
         for name, extra in SCENARIOS.items():
             times: dict[str, list[float]] = {variant: [] for variant in engines}
             for i, (text, vector, project) in enumerate(plans + plans[:10]):
-                order = list(engines)[i % 3:] + list(engines)[:i % 3]  # rotate who goes first
+                order = list(engines)[i % len(engines):] + list(engines)[:i % len(engines)]  # rotate who goes first
                 for variant in order:
                     began = time.perf_counter()
                     orjson.dumps(engines[variant].recall(request(text, vector, project, extra)))

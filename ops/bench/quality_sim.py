@@ -30,7 +30,7 @@ import orjson
 
 from ops.bench.quality import DEFAULT_DATA
 from ops.bench.locomo import SCORED_CATEGORIES, conversation_tag, load, questions
-from pipeline.config import ScoringWeights
+from pipeline.config import RecallProfile
 from pipeline.query.scoring import WEIGHTED_COMPONENTS
 from pipeline.query.when import asks_when, states_time
 
@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_bytes(orjson.dumps(pools))
         print(f"{len(pools)} questions, up to {args.limit} results each → {args.out}")
         return 0
-    weights = {**ScoringWeights().model_dump(), "lexical": 0.1, "neighbour": 0.0, "neighbour_far": 0.0, "time_mention": 0.0}
+    # the replay's baseline: the automem profile plus the pool's BM25 (--set changes any weight)
+    weights = {**RecallProfile.AUTOMEM.weights.model_dump(), "lexical": 0.1}
     weights.update({name: float(value) for name, value in (item.split("=", 1) for item in args.set)})
     figures = replay(orjson.loads(args.pools.read_bytes()), weights)
     names = [n for n in SCORED_CATEGORIES.values() if n in figures] + ["overall"]

@@ -25,13 +25,12 @@ import orjson
 
 from ops.bench.quality import DEFAULT_DATA
 from ops.bench.locomo import load, questions, turns
-from pipeline.config import ContextBonuses, ScoringWeights
+from pipeline.config import Settings
 from pipeline.graph import Scope
 from pipeline.query.candidates import Candidate
 from pipeline.query.context import ContextProfile
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.request import ContextHints
-from pipeline.query.scoring import RecencyPolicy
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy
 from pipeline.query.when import asks_when, states_time
 
@@ -39,16 +38,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def searcher(weight: float) -> QuerySearch:
-    policy = SearchPolicy(weights=ScoringWeights(lexical=0.0, time_mention=weight), recency=RecencyPolicy(), overfetch=4,
-                          fetch_cap=200, keyword_mode="fill", metadata_enabled=False, metadata_min_match=0.5,
-                          relevance_gate=0.0, entity_score=0.15)
-    return QuerySearch(None, policy)
+    settings = Settings(recall_profile="automem", search_weight_time_mention=weight, recall_metadata_search_enabled=False)
+    return QuerySearch(None, SearchPolicy.from_settings(settings))
 
 
 def cpu_ms_per_query(search: QuerySearch, cases: list[tuple[str, list[dict]]], cold: bool = False) -> float:
     if cold:  # every content read afresh, as for memories no recall has seen yet
         states_time.cache_clear()
-    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), ContextBonuses()), datetime.now(timezone.utc), False)
+    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), Settings().context_bonuses), datetime.now(timezone.utc), False)
     started = time.process_time()
     for query, memories in cases:
         pool = [Candidate(m, "vector", "qdrant", vector=0.5) for m in memories]

@@ -21,8 +21,7 @@ from pipeline.services import Services
 
 
 def run_store(svc: Services) -> RunStore:
-    s = svc.settings
-    return RunStore(svc.broker_redis, s.maintenance_history_size, s.maintenance_run_ttl_hours * 3600)
+    return RunStore.from_settings(svc.broker_redis, svc.settings)
 
 
 class ActorOutbox:

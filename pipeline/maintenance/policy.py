@@ -45,10 +45,12 @@ def _unit(value: Any, default: float) -> float:
 
 
 class DecayPolicy(BaseModel, frozen=True):
-    rate_per_day: float = 0.01
-    access_weight: float = 0.8
-    relation_boost: float = 0.3
-    importance_floor: float = 0.5
+    """The CONSOLIDATION_* decay settings (``from_settings``; the defaults live there)."""
+
+    rate_per_day: float
+    access_weight: float
+    relation_boost: float
+    importance_floor: float
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "DecayPolicy":
@@ -75,11 +77,13 @@ KEEP, ARCHIVE, DELETE, PROTECTED = "keep", "archive", "delete", "protected"
 
 
 class ForgetPolicy(BaseModel, frozen=True):
-    archive_below: float = 0.2
-    delete_below: float = 0.05
-    grace_days: float = 30.0
-    protected_importance: float = 0.8
-    protected_types: frozenset[str] = frozenset({"Decision", "Insight"})
+    """The CONSOLIDATION_* forget settings (``from_settings``; the defaults live there)."""
+
+    archive_below: float
+    delete_below: float
+    grace_days: float
+    protected_importance: float
+    protected_types: frozenset[str]
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "ForgetPolicy":

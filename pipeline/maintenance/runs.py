@@ -21,10 +21,13 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import redis
+
+if TYPE_CHECKING:
+    from pipeline.config import Settings
 
 PREFIX = "mempipe:maint:"
 HISTORY_KEY = PREFIX + "history"
@@ -89,10 +92,14 @@ def merge_steps(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class RunStore:
-    def __init__(self, client: redis.Redis, history_size: int = 50, lock_ttl_seconds: float = 6 * 3600):
+    def __init__(self, client: redis.Redis, history_size: int, lock_ttl_seconds: float):
         self._redis = client
         self._history_size = history_size
         self._lock_ttl = max(1, int(lock_ttl_seconds))
+
+    @classmethod
+    def from_settings(cls, client: redis.Redis, settings: Settings) -> RunStore:
+        return cls(client, settings.maintenance_history_size, settings.maintenance_run_ttl_hours * 3600)
 
     @property
     def redis(self) -> redis.Redis:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -24,10 +23,9 @@ from pipeline.query.filters import matches_tags
 from pipeline.query.entities import named_entities
 from pipeline.query.graph_reads import contradictions, neighbours
 from pipeline.query.keywords import extract_keywords
-from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored, result_entry
-from pipeline.query.scoring import RecencyPolicy, has_temporal_intent, relative_recency
+from pipeline.query.scoring import has_temporal_intent, relative_recency
 from pipeline.query.state import contradiction_details
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, order_rows, time_key
 from pipeline.query.timewindow import TimeWindow, parse_time_query
@@ -45,35 +43,11 @@ class RecallEngine:
         embedder: Callable[[], Embedder],
         on_access: Callable[[list[str]], None] | None = None,
         dimensions: Callable[[], int] | None = None,
-        executor: Executor | None = None,
     ):
         self._settings = settings
-        # Graph reads that do not depend on each other's answers run on these threads
-        # (the metadata sidecar alongside the vector search, the entity searches together).
-        self._executor = None
-        if settings.recall_concurrent_reads:
-            self._executor = executor or ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall-io")
         self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
-        self._policy = SearchPolicy(
-            weights=settings.scoring_weights,
-            recency=RecencyPolicy(settings.search_recency_window_days, settings.search_recency_curve),
-            overfetch=settings.recall_vector_overfetch,
-            fetch_cap=settings.recall_vector_fetch_cap,
-            scoped_fetch_factor=settings.recall_scoped_fetch_factor,
-            keyword_mode=settings.recall_keyword_search,
-            keyword_read=settings.recall_keyword_read,
-            keyword_per_result=settings.recall_keyword_per_result,
-            keyword_source=settings.recall_keyword_source,
-            neighbour_weight=settings.search_weight_neighbour,
-            neighbour_far_weight=settings.search_weight_neighbour_far,
-            neighbour_seeds=settings.recall_neighbour_seeds,
-            metadata_enabled=settings.recall_metadata_search_enabled,
-            metadata_min_match=settings.recall_metadata_min_match,
-            relevance_gate=settings.recall_relevance_gate,
-            entity_score=settings.recall_entity_expansion_score,
-        )
-        self._search = QuerySearch(self._sources, self._policy, self._executor)
-        self._submit = submitter(self._executor)
+        self._policy = SearchPolicy.from_settings(settings)
+        self._search = QuerySearch(self._sources, self._policy)
         self._bonuses = settings.context_bonuses
         self._on_access = on_access
 
@@ -104,14 +78,14 @@ class RecallEngine:
             return decompose(request.query)
         return [request.query]
 
-    def _widens(self, request: RecallRequest, queries: list[str | None]) -> bool:
+    @staticmethod
+    def _widens(request: RecallRequest, queries: list[str | None]) -> bool:
         """Decomposed (not explicit) queries are merged by widening the question's pool.
 
         The spec fixes the merge of explicit ``queries[]`` (best-scored version of each memory),
         not of ``auto_decompose``'s supplementary searches, whose first query is the question.
         """
-        return (len(queries) > 1 and not request.queries and request.auto_decompose
-                and self._settings.recall_decompose_merge == "widen")
+        return len(queries) > 1 and not request.queries and request.auto_decompose
 
     # --- recall -----------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
@@ -121,11 +95,6 @@ class RecallEngine:
         sort = request.sort or ("time_desc" if window and not request.has_text and not request.queries else "score")
         ctx = SearchContext(self._scope(request, window), ContextProfile.build(request.context, self._bonuses), now,
                             current_only=request.state_mode == "current")
-        if self._executor is not None and not request.expansion.relations:  # expansion reads the seeds' edges itself
-            ctx.relation_prefetch = RelationPrefetch(
-                self._submit, lambda ids: self._edges(ids, request.expansion.relation_limit),
-                size=request.limit + max(2, request.limit // 2),
-            )
         queries = self._queries(request)
         multi = len(queries) > 1
         per_query = request.per_query_limit or request.limit
@@ -291,7 +260,7 @@ class RecallEngine:
             expanded += entity_rows
         if edges is None:  # deferred hydration: only the seeds that survived trimming
             edges = self._hydrate([r.id for r in seeds if r.candidate.match_type != "state_replacement"],
-                                  options.relation_limit, ctx.relation_prefetch)
+                                  options.relation_limit)
         for row in seeds:
             row.candidate.relations = row.candidate.relations + [e.stub() for e in edges.get(row.id, [])]
         text = request.query.strip() if request.has_text else None
@@ -302,9 +271,9 @@ class RecallEngine:
     def _edges(self, ids: list[str], per_seed: int):
         return neighbours(self._sources.graph, ids, per_seed=per_seed, with_memories=False)
 
-    def _hydrate(self, ids: list[str], per_seed: int, prefetch: RelationPrefetch | None = None):
+    def _hydrate(self, ids: list[str], per_seed: int):
         try:
-            return prefetch.edges(ids) if prefetch is not None else self._edges(ids, per_seed)
+            return self._edges(ids, per_seed)
         except Exception as exc:
             log.warning("relations not hydrated, graph unavailable: %s", exc)
             return {}

@@ -8,17 +8,14 @@ every pair of candidates adjacent in such a chain the lower one is raised by
 ``SEARCH_WEIGHT_NEIGHBOUR_FAR`` × it (an answer often sits two turns after the question that
 names its topic, the other speaker's reply in between). Only pairs inside the candidate pool
 count (the turn between a pair two apart need not be), and both distances come from one graph
-read. ``RECALL_NEIGHBOUR_SEEDS`` brings into the pool the turns just before and after the
-nearest vector hits (scored like any other candidate, with their own similarity). Scores
-before the bonus are used, so a bonus never propagates.
+read. Scores before the bonus are used, so a bonus never propagates.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from pipeline.graph import GraphStore, memory_from_row, memory_projection
+from pipeline.graph import GraphStore
 from pipeline.query.response import Scored
 
 # Fixed relation type and path lengths; ids are parameters. Both directions are found from the
@@ -33,21 +30,6 @@ _CHAINED = (
 )
 _ONE_STEP = _CHAINED % 1
 _UP_TO_TWO_STEPS = _CHAINED % 2
-
-_AROUND = (
-    "UNWIND $ids AS id "
-    "MATCH (a:Memory {id: id})-[:PRECEDED_BY]-(b:Memory) "
-    "WHERE NOT b.id IN $ids "
-    f"RETURN DISTINCT {memory_projection('b')}"
-)
-
-
-def memories_around(graph: GraphStore, memory_ids: list[str]) -> list[dict[str, Any]]:
-    """The memories just before and after ``memory_ids`` in their scopes, other than those."""
-    if not memory_ids:
-        return []
-    return [memory_from_row(row[0]) for row in graph.read(_AROUND, {"ids": memory_ids})]
-
 
 @dataclass(frozen=True)
 class ChainedPairs:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from pipeline.config import ScoringWeights
+from pipeline.config import ScoringWeights, Settings
 from pipeline.query.keywords import stem
 
 WEIGHTED_COMPONENTS = (
@@ -24,8 +24,12 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 @dataclass(frozen=True)
 class RecencyPolicy:
-    window_days: float = 180.0
-    curve: str = "linear"  # linear | exp
+    window_days: float
+    curve: str  # linear | exp
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RecencyPolicy:
+        return cls(settings.search_recency_window_days, settings.search_recency_curve)
 
     def score(self, timestamp: str | None, now: datetime) -> float:
         if not timestamp:

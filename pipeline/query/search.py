@@ -7,21 +7,19 @@ times) and then assembles the response from the pools.
 from __future__ import annotations
 
 import logging
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipeline.config import ScoringWeights
+from pipeline.config import ScoringWeights, Settings
 from pipeline.graph import Scope
 from pipeline.query.candidates import Candidate, CandidateSources, VectorStatus
 from pipeline.query.context import ContextProfile
 from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
-from pipeline.query.prefetch import RelationPrefetch, submitter
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs, memories_around
+from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -33,7 +31,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SearchPolicy:
-    """The settings one search needs, read once from Settings."""
+    """The settings one search needs, read once from Settings (``from_settings``: no defaults here)."""
 
     weights: ScoringWeights
     recency: RecencyPolicy
@@ -44,14 +42,29 @@ class SearchPolicy:
     metadata_min_match: float
     relevance_gate: float
     entity_score: float
-    keyword_read: int = 0
-    scoped_fetch_factor: int = 2
-    keyword_per_result: int = 2
-    keyword_source: str = "graph"
-    neighbour_weight: float = 0.0
-    neighbour_far_weight: float = 0.0
-    neighbour_seeds: int = 0
+    keyword_read: int
+    scoped_fetch_factor: int
+    keyword_per_result: int
+    keyword_source: str
     lexical: PoolBM25 = field(default_factory=PoolBM25)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SearchPolicy:
+        return cls(
+            weights=settings.scoring_weights,
+            recency=RecencyPolicy.from_settings(settings),
+            overfetch=settings.recall_vector_overfetch,
+            fetch_cap=settings.recall_vector_fetch_cap,
+            keyword_mode=settings.recall_keyword_search,
+            metadata_enabled=settings.recall_metadata_search_enabled,
+            metadata_min_match=settings.recall_metadata_min_match,
+            relevance_gate=settings.recall_relevance_gate,
+            entity_score=settings.recall_entity_expansion_score,
+            keyword_read=settings.recall_keyword_read,
+            scoped_fetch_factor=settings.recall_scoped_fetch_factor,
+            keyword_per_result=settings.recall_keyword_per_result,
+            keyword_source=settings.recall_keyword_source,
+        )
 
     def fetch_size(self, limit: int, scoped: bool) -> int:
         size = max(limit, min(limit * self.overfetch, self.fetch_cap))
@@ -72,7 +85,6 @@ class SearchContext:
     state: StateReport = field(default_factory=StateReport)
     pool_size_hint: int | None = None
     query_vectors: dict[str | None, list[float]] = field(default_factory=dict)
-    relation_prefetch: RelationPrefetch | None = None  # told the vector hits, nearest first
 
     @property
     def now_epoch(self) -> float:
@@ -106,11 +118,9 @@ def _admit_metadata_matches(pool: list[Candidate], matches: list[Candidate]) -> 
 
 
 class QuerySearch:
-    def __init__(self, sources: CandidateSources, policy: SearchPolicy, executor: Executor | None = None):
+    def __init__(self, sources: CandidateSources, policy: SearchPolicy):
         self._sources = sources
         self._policy = policy
-        # runs graph reads while the vector search runs (keeping the request id); None: one after another
-        self._soon = submitter(executor)
 
     # --- candidates --------------------------------------------------------------------
     def _gather(self, request: RecallRequest, ctx: SearchContext, keywords: list[str], sort: str) -> list[Candidate]:
@@ -124,51 +134,34 @@ class QuerySearch:
         vector = request.embedding if request.embedding is not None else self._sources.query_vector(text, ctx.vector_status)
         ctx.query_vectors[text] = vector
         sidecar = None
-        if text and self._policy.metadata_enabled:  # independent of the vector pool: runs alongside it
-            sidecar = self._soon(self._sources.metadata, keywords, ctx.scope, max(1, min(request.limit, 10)),
-                                 self._policy.metadata_min_match, text)
+        if text and self._policy.metadata_enabled:
+            sidecar = self._sources.metadata(keywords, ctx.scope, max(1, min(request.limit, 10)),
+                                             self._policy.metadata_min_match, text)
         always = self._policy.keyword_mode == "always"
         keyword_share = min(fetch, request.limit * self._policy.keyword_per_result)
         early_keywords = None
-        # its own share does not depend on the vector pool: searched before it (alongside it on a
-        # helper thread with RECALL_CONCURRENT_READS)
+        # its own share does not depend on the vector pool: searched before it
         if text and always:
-            early_keywords = self._soon(self._keyword_candidates, keywords, ctx, keyword_share, text, vector)
+            try:
+                early_keywords = self._keyword_candidates(keywords, ctx, keyword_share, text, vector)
+            except Exception as exc:  # the keyword source logs its own failures; the pool stands without it
+                log.warning("keyword search failed: %s", exc)
+                early_keywords = []
         pool = self._sources.vector(vector, ctx.scope, fetch, ctx.vector_status, text)
-        if ctx.relation_prefetch is not None and sort == "score":
-            ctx.relation_prefetch([c.id for c in pool])
         if scoped and ctx.vector_status.enabled:
             ctx.pool_size_hint = (ctx.pool_size_hint or 0) + len(pool)
         seen = seen_vector = {c.id for c in pool}
-        around = None
-        if text and self._policy.neighbour_seeds > 0 and pool:  # read while the keyword search runs
-            around = self._soon(memories_around, self._sources.graph,
-                                [c.id for c in pool[: self._policy.neighbour_seeds]])
         if text and (always or len(pool) < request.limit):
             # "fill" tops the pool up to the fetch size; "always" also brings its own share, a few
             # per requested result: BM25-ranked, the best matches are at the top, so a small
             # share recalls about as well as a large one with less to score
             slots = fetch - len(pool)
-            found = None
-            if early_keywords is not None:
-                try:
-                    found = early_keywords.result()
-                except Exception as exc:  # the keyword source logs its own failures; this is the hand-off
-                    log.warning("keyword search failed: %s", exc)
-                    found = []
+            found = early_keywords
             if found is None or slots > keyword_share:  # "fill", or a short vector pool wants more
                 found = self._keyword_candidates(keywords, ctx, max(slots, keyword_share if always else 0), text, vector)
             pool += [c for c in found if c.id not in seen]
-            seen = {c.id for c in pool}
-        if around is not None:
-            try:
-                pool += [Candidate(m, "neighbour", "graph", query=text) for m in around.result()
-                         if m["id"] not in seen and in_scope(m, ctx.scope)]
-            except Exception as exc:  # a refinement: the pool stands without it
-                log.warning("neighbouring memories not read: %s", exc)
-            seen = {c.id for c in pool}
         if sidecar is not None:
-            _admit_metadata_matches(pool, sidecar.result())
+            _admit_metadata_matches(pool, sidecar)
         if text and ctx.vector_status.enabled and len(pool) > len(seen_vector):
             # full-text and sidecar admissions get the similarity a vector hit would have had
             self._sources.score_vectors(vector, [c for c in pool if c.id not in seen_vector])
@@ -305,19 +298,18 @@ class QuerySearch:
     def _ranked(self, request: RecallRequest, ctx: SearchContext, sort: str, pool: list[Candidate],
                 text: str | None, keywords: list[str]) -> tuple[list[Scored], int]:
         fetched = self._add_priority(pool, ctx, text) if ctx.profile.priority_ids else 0
-        pairs = None
-        near, far = self._policy.neighbour_weight, self._policy.neighbour_far_weight
-        if text and sort == "score" and (near > 0 or far > 0):  # read while the state check runs
-            pairs = self._soon(chained_pairs, self._sources.graph, [c.id for c in pool], 2 if far > 0 else 1)
+        chained = None
+        near, far = self._policy.weights.neighbour, self._policy.weights.neighbour_far
+        if text and sort == "score" and (near > 0 or far > 0):  # the pool before the state check
+            try:
+                chained = chained_pairs(self._sources.graph, [c.id for c in pool], 2 if far > 0 else 1)
+            except Exception as exc:  # a ranking refinement: recall answers without it
+                log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
         pool = self.apply_state(pool, ctx)
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
-        if pairs is not None:
-            try:
-                chained = pairs.result()
-                apply_neighbour_bonus(rows, chained.adjacent, near, chained.two_apart, far)
-            except Exception as exc:  # a ranking refinement: recall answers without it
-                log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
+        if chained is not None:
+            apply_neighbour_bonus(rows, chained.adjacent, near, chained.two_apart, far)
         order_rows(rows, sort)
         return rows, fetched
 

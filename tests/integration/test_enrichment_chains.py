@@ -17,8 +17,11 @@ from falkordb import FalkorDB
 
 from pipeline.enrichment.sequence import Placed, SequenceLinker
 from pipeline.graph import GraphStore
+from pipeline.config import Settings
 from pipeline.records import Limits, build_new_record
 from ops.bench.stack import _stack_counter
+
+LIMITS = Limits.from_settings(Settings(), vector_size=384)
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +38,7 @@ def _memories(graph: GraphStore, scopes: list[str], count: int) -> list[tuple[st
     """``count`` memories in every scope, one minute apart; (id, epoch) in time order."""
     base = datetime(2024, 3, 1, tzinfo=timezone.utc).timestamp()
     records = [build_new_record({"content": f"turn {i}", "tags": scopes,
-                                 "timestamp": datetime.fromtimestamp(base + 60 * i, timezone.utc).isoformat()}, Limits())
+                                 "timestamp": datetime.fromtimestamp(base + 60 * i, timezone.utc).isoformat()}, LIMITS)
                for i in range(count)]
     graph.upsert_memories(records)
     return [(r.id, base + 60 * i) for i, r in enumerate(records)]

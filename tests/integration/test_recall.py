@@ -354,31 +354,6 @@ def test_result_shape(api):
     assert sidecar["score_components"]["metadata"] == 1.0 and sidecar["score_components"]["exact"] == 1.0
 
 
-def test_concurrent_reads_give_the_same_answer(servers):
-    """RECALL_CONCURRENT_READS: sidecar beside the vector search, relations prefetched; same contract."""
-    from ops.bench.stack import Stack
-
-    stack = Stack.create(servers, recall_concurrent_reads="true", recall_access_flush_ms="50")
-    try:
-        stack.start_web()
-        stack.start_worker(processes=1, threads=2)
-        with stack.client() as api:
-            tag = scope()
-            seed = store(api, "kafka consumer lag alert thresholds", [tag])
-            linked = store(api, "consumer lag dashboards live in grafana", [f"{tag}-other"])
-            sidecar = store(api, "runbook entry", [tag], metadata={"system": "kafka consumer"})
-            link(stack, seed, linked, "RELATES_TO", strength=0.7)
-            body = recall(api, query="kafka consumer", tags=tag, limit=5)
-            assert {seed, sidecar} <= set(ids(body))
-            hydrated = next(r for r in body["results"] if r["id"] == seed)["relations"]
-            assert [(r["id"], r["type"], r["direction"]) for r in hydrated] == [(linked, "RELATES_TO", "outgoing")]
-            assert next(r for r in body["results"] if r["id"] == sidecar)["score_components"]["metadata"] == 1.0
-            wait_until(lambda: api.get(f"/memory/{seed}").json()["memory"].get("last_accessed"), message="last_accessed")
-    finally:
-        stack.stop()
-
-
-# --- candidate generation (issue 7) ------------------------------------------------------------
 def _recall_past_the_vector_pool(api, **params):
     """Twelve fillers and one target only full-text search can reach: the query vector points at
     the fillers, so the vector search (limit 1 → 4 in a tag scope, 8 in the automem profile) never
@@ -444,60 +419,6 @@ def test_default_keyword_search_admits_what_vector_search_missed(api):
 
 
 # --- neighbouring turns (issue 7) -------------------------------------------------------------
-def test_neighbour_of_the_best_hit_is_admitted_and_raised(servers):
-    """A chat sent as one batch with one timestamp: the reply to the matching turn shares none of
-    the query's words and sits far from its vector, behind twenty closer fillers; with
-    RECALL_NEIGHBOUR_SEEDS it joins the pool as the best hit's neighbour (arrival order gives the
-    chain) and SEARCH_WEIGHT_NEIGHBOUR lifts it over the fillers. (limit 3 in a tag scope reads 12
-    vector hits: the 40 fillers fill them.)"""
-    import numpy as np
-
-    from pipeline.embedding import HashEmbedder
-    from ops.bench.stack import Stack
-
-    query = HashEmbedder().embed(["zebrafish adoption"])[0]
-    rng = np.random.default_rng(7)
-
-    def near(similarity: float) -> list[float]:
-        noise = rng.normal(size=len(query))
-        noise -= (noise @ np.asarray(query)) * np.asarray(query)
-        vector = similarity * np.asarray(query) + np.sqrt(1 - similarity**2) * noise / np.linalg.norm(noise)
-        return [float(x) for x in vector]
-
-    chat = f"conversation:{uuid.uuid4().hex[:8]}"
-    when = datetime(2024, 7, 1, tzinfo=timezone.utc).isoformat()
-    turns = [{"content": f"filler turn {n} about the weather", "embedding": near(0.6)} for n in range(20)]
-    turns += [{"content": "How was your week?", "embedding": near(0.0)},
-              {"content": "Did you finally go through with the zebrafish adoption?", "embedding": query},
-              {"content": "Yes, last Sunday. We named him Bubbles.", "embedding": near(0.0)}]
-    turns += [{"content": f"filler turn {n} about the weather", "embedding": near(0.6)} for n in range(20, 40)]
-    bodies = [{"id": f"{chat}-{n}", "tags": [chat], "timestamp": when, **t} for n, t in enumerate(turns)]
-    best, before, answer = (bodies[n]["id"] for n in (21, 20, 22))
-
-    stack = Stack.create(servers, recall_neighbour_seeds="2", search_weight_neighbour="1.0",
-                         search_weight_neighbour_far="0")
-    try:
-        stack.start_web()
-        stack.start_worker(processes=1, threads=2)
-        stack.start_enrich_worker()
-        with stack.client() as api:
-            assert api.post("/memory/batch", json={"memories": bodies}).status_code == 201
-            wait_until(lambda: any(r["direction"] == "outgoing" for r in api.get(
-                f"/memories/{answer}/related", params={"relationship_types": "PRECEDED_BY"}).json()["related_memories"]),
-                timeout=60, message="answer chained")
-            wait_until(lambda: (api.get("/health").json().get("vector_count") or 0) >= len(bodies),
-                       timeout=60, message="all indexed")
-            body = recall(api, query="zebrafish adoption", tags=chat, limit=3)
-    finally:
-        stack.stop()
-    # the turns either side of the best hit, each lifted by the same share of its score
-    assert ids(body)[0] == best and set(ids(body)[1:]) == {before, answer}
-    lifts = [r["score_components"]["neighbour"] for r in body["results"][1:]]
-    assert [r["match_type"] for r in body["results"][1:]] == ["neighbour", "neighbour"]
-    assert lifts[0] == pytest.approx(lifts[1])
-    assert 0 < lifts[0] <= body["results"][0]["final_score"]
-
-
 def test_turn_two_after_the_best_hit_is_lifted_by_the_far_share(servers):
     """SEARCH_WEIGHT_NEIGHBOUR_FAR alone: the turn two steps after the best hit (the other
     speaker's reply in between) gains that share of the best hit's score, read over two

@@ -121,7 +121,7 @@ class _FailingEmbedder:
 def graph_with_memories(servers):
     graph = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), f"degraded_{uuid.uuid4().hex[:8]}")
     graph.ensure_schema()
-    records = [build_new_record({"content": text, "tags": ["deg"], "type": "Context"}, Limits())
+    records = [build_new_record({"content": text, "tags": ["deg"], "type": "Context"}, Limits.from_settings(Settings(), vector_size=384))
                for text in ("postgres failover runbook", "lunch order for friday")]
     graph.upsert_memories(records)
     return graph, records

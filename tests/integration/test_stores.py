@@ -17,6 +17,8 @@ from pipeline.graph import GraphStore, Scope, TagFilter
 from pipeline.records import Limits, build_new_record, point_id_for
 from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
 
+LIMITS = Limits.from_settings(Settings(), vector_size=384)
+
 pytestmark = pytest.mark.integration
 SIZE = 8
 
@@ -233,8 +235,8 @@ def test_graph_schema_and_parameterised_writes(servers):
     assert "RANGE" in fields["id"] and "RANGE" in fields["timestamp_epoch"] and "FULLTEXT" in fields["content"]
 
     hostile = "x'}) DETACH DELETE m //` \u2603 \\ {{$id}}"
-    record = build_new_record({"content": hostile, "tags": [hostile], "metadata": {hostile: hostile}, "id": "safe-1"}, Limits())
-    other = build_new_record({"content": "bystander", "id": "safe-2"}, Limits())
+    record = build_new_record({"content": hostile, "tags": [hostile], "metadata": {hostile: hostile}, "id": "safe-1"}, LIMITS)
+    other = build_new_record({"content": "bystander", "id": "safe-2"}, LIMITS)
     store.upsert_memories([record, other])
     stored = store.get_memory("safe-1")
     assert stored["content"] == hostile and stored["tags"] == [hostile] and stored["metadata"] == {hostile: hostile}
@@ -250,7 +252,7 @@ def test_chained_pairs_reads_both_distances_in_one_query(servers):
 
     store = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), f"chain_{uuid.uuid4().hex[:6]}")
     store.ensure_schema()
-    store.upsert_memories([build_new_record({"content": f"turn {i}", "id": f"t{i}"}, Limits()) for i in range(6)])
+    store.upsert_memories([build_new_record({"content": f"turn {i}", "id": f"t{i}"}, LIMITS) for i in range(6)])
     links = [("t1", "t0", "conversation:a"), ("t2", "t1", "conversation:a"), ("t3", "t2", "conversation:a"),
              ("t5", "t4", "conversation:b"), ("t4", "t0", "conversation:b")]
     store._query("UNWIND $rows AS r MATCH (a:Memory {id: r[0]}), (b:Memory {id: r[1]}) "

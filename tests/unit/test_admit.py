@@ -1,10 +1,12 @@
 """Backpressure in the web process: one backlog reading per interval, plus its own writes."""
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from api.writes import Enqueuers, WritePath, WriteTuning
+from pipeline.config import Settings
 from pipeline.errors import Overloaded
 
 
@@ -23,7 +25,7 @@ class FakeTracker:
 def _path(tracker, interval: float, bound: int = 10) -> WritePath:
     sent = []
     enqueue = Enqueuers(persist=sent.append, update=None, delete=None, access=None)
-    tuning = WriteTuning(max_pending=bound, coalesce_window_s=0, admit_cache_s=interval)
+    tuning = replace(WriteTuning.from_settings(Settings()), max_pending=bound, coalesce_window_s=0, admit_cache_s=interval)
     return WritePath(tracker, enqueue, waiter=None, tuning=tuning)
 
 

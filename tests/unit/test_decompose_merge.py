@@ -11,13 +11,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pipeline.config import ContextBonuses, ScoringWeights
+from pipeline.config import Settings
 from pipeline.graph import Scope
 from pipeline.query.candidates import Candidate
 from pipeline.query.context import ContextProfile
 from pipeline.query.decompose import decompose
 from pipeline.query.request import ContextHints, RecallRequest
-from pipeline.query.scoring import RecencyPolicy
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy
 
 QUESTION = "What did Caroline say about the adoption agency?"
@@ -62,11 +61,10 @@ class _Sources:
 
 
 def _search() -> tuple[QuerySearch, _Sources, SearchContext]:
-    policy = SearchPolicy(weights=ScoringWeights(), recency=RecencyPolicy(), overfetch=4, fetch_cap=200,
-                          keyword_mode="fill", metadata_enabled=False, metadata_min_match=0.5, relevance_gate=0.0,
-                          entity_score=0.15)
+    settings = Settings(recall_profile="automem", recall_metadata_search_enabled=False)
+    policy = SearchPolicy.from_settings(settings)
     sources = _Sources()
-    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), ContextBonuses()), datetime.now(timezone.utc),
+    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses), datetime.now(timezone.utc),
                         current_only=False)
     return QuerySearch(sources, policy), sources, ctx  # type: ignore[arg-type]
 

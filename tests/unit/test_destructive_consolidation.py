@@ -73,7 +73,7 @@ def test_forget_without_a_configured_admin_token_is_refused_outright():
 def test_a_second_run_of_a_cycle_is_refused_while_one_goes_dry_or_not():
     client, sent, broker = _client()
     first = client.post("/consolidate", headers=API, json={"mode": "decay", "dry_run": True})
-    runs = RunStore(broker)
+    runs = RunStore.from_settings(broker, Settings())
     run_id = first.json()["consolidation"]["runs"]["decay"]["run_id"]
     assert runs.start(runs.get(run_id))  # the worker took it
     again = client.post("/consolidate", headers=API, json={"mode": "decay", "dry_run": True})
@@ -86,7 +86,7 @@ def test_a_second_run_of_a_cycle_is_refused_while_one_goes_dry_or_not():
 
 
 def test_dry_runs_hold_a_lock_of_their_own():
-    runs = RunStore(fakeredis.FakeRedis())
+    runs = RunStore.from_settings(fakeredis.FakeRedis(), Settings())
     for run_id, dry in (("d1", True), ("d2", True), ("r1", False)):
         runs.create(run_id, "sync", dry, "api")
     assert runs.start(runs.get("d1")) and not runs.start(runs.get("d2"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from types import SimpleNamespace
 
 import orjson
@@ -31,7 +32,7 @@ class DownTracker:
 
 def _writes() -> WritePath:
     enqueue = Enqueuers(persist=_refused, update=_refused, delete=_refused, access=_refused, enrich=_refused)
-    return WritePath(DownTracker(), enqueue, waiter=None, tuning=WriteTuning(coalesce_window_s=0))
+    return WritePath(DownTracker(), enqueue, waiter=None, tuning=replace(WriteTuning.from_settings(Settings()), coalesce_window_s=0))
 
 
 @pytest.mark.parametrize("call", [

@@ -43,7 +43,7 @@ def _maintainer(holds: BuildHolds):
 
 
 def test_a_due_build_waits_while_the_similarity_queue_holds_work_then_goes():
-    maintainer, vectors, redis, clock = _maintainer(BuildHolds(similarity_wait_s=120, similarity_wait_max_changes=20_000))
+    maintainer, vectors, redis, clock = _maintainer(BuildHolds(import_max_changes=0, similarity_wait_s=120, similarity_wait_max_changes=20_000))
     assert not maintainer._hold()  # nothing due: nothing to hold
     vectors.due = True
     redis.set("similarity", 3)
@@ -59,7 +59,7 @@ def test_a_due_build_waits_while_the_similarity_queue_holds_work_then_goes():
 
 
 def test_zero_never_holds():
-    maintainer, vectors, redis, _ = _maintainer(BuildHolds())
+    maintainer, vectors, redis, _ = _maintainer(BuildHolds.off())
     vectors.due = True
     redis.set("similarity", 5)
     redis.set("embed", 5)
@@ -67,7 +67,7 @@ def test_zero_never_holds():
 
 
 def test_a_large_build_goes_first_the_catch_up_would_scan_every_unindexed_point():
-    maintainer, vectors, redis, _ = _maintainer(BuildHolds(similarity_wait_s=120, similarity_wait_max_changes=20_000))
+    maintainer, vectors, redis, _ = _maintainer(BuildHolds(import_max_changes=0, similarity_wait_s=120, similarity_wait_max_changes=20_000))
     vectors.due = True
     redis.set("similarity", 200)
     vectors.changes = 20_000

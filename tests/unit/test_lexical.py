@@ -77,18 +77,18 @@ def test_vector_store_failure_leaves_keyword_candidates_at_zero():
 def _scored(weight: float, lexical: bool = True):
     from datetime import datetime, timezone
 
-    from pipeline.config import ContextBonuses, ScoringWeights
+    from pipeline.config import Settings
     from pipeline.graph import Scope
     from pipeline.query.context import ContextProfile
     from pipeline.query.keywords import extract_keywords
     from pipeline.query.request import ContextHints
-    from pipeline.query.scoring import RecencyPolicy
     from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy
 
-    policy = SearchPolicy(weights=ScoringWeights(lexical=weight), recency=RecencyPolicy(), overfetch=4, fetch_cap=200,
-                          keyword_mode="always", metadata_enabled=False, metadata_min_match=0.5, relevance_gate=0.0,
-                          entity_score=0.15)
-    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), ContextBonuses()), datetime.now(timezone.utc), True)
+    settings = Settings(recall_profile="automem", search_weight_lexical=weight, recall_keyword_search="always",
+                        recall_metadata_search_enabled=False)
+    policy = SearchPolicy.from_settings(settings)
+    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses), datetime.now(timezone.utc),
+                        True)
     pool = [Candidate({"id": str(i), "content": text}, "vector", "qdrant", vector=0.5) for i, text in enumerate(DOCS)]
     query = "When did Caroline go to the LGBTQ support group?"
     return QuerySearch(_sources(None), policy).score(pool, ctx, query, extract_keywords(query), gate=False, lexical=lexical)

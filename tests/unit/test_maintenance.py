@@ -59,7 +59,7 @@ def test_merge_steps_sums_counts_and_caps_samples():
 
 
 def test_run_store_lock_history_and_redelivered_steps():
-    runs = RunStore(fakeredis.FakeRedis(), history_size=5)
+    runs = RunStore(fakeredis.FakeRedis(), history_size=5, lock_ttl_seconds=3600)
     runs.create("r1", "decay", False, "clock")
     runs.create("r2", "decay", False, "api")
     first, second = runs.get("r1"), runs.get("r2")

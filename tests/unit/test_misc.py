@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.classify import classify
-from pipeline.config import ScoringWeights, Settings
+from pipeline.config import RecallProfile, Settings
 from pipeline.embedding import HashEmbedder
 from pipeline.errors import ConfigurationError
 from pipeline.maintenance.schedule import Clock, ScheduledJob
@@ -63,7 +63,7 @@ def test_automem_profile_restores_the_spec_weights(monkeypatch):
     monkeypatch.setenv("RECALL_PROFILE", "automem")
     settings = Settings()
     assert settings.recall_keyword_search == "fill"
-    assert settings.scoring_weights == ScoringWeights(lexical=0.0, time_mention=0.0)
+    assert settings.scoring_weights == RecallProfile.AUTOMEM.weights
     assert (settings.search_weight_neighbour, settings.search_weight_neighbour_far) == (0.0, 0.0)
     assert (settings.recall_scoped_fetch_factor, settings.recall_keyword_per_result) == (2, 2)
 
@@ -120,13 +120,10 @@ def test_automem_environment_names_are_read(monkeypatch):
 
 
 def test_scoped_fetch_factor_widens_only_a_tag_scoped_vector_fetch():
-    from pipeline.query.scoring import RecencyPolicy
     from pipeline.query.search import SearchPolicy
 
     def policy(factor: int) -> SearchPolicy:
-        return SearchPolicy(weights=ScoringWeights(), recency=RecencyPolicy(), overfetch=4, fetch_cap=200,
-                            keyword_mode="always", metadata_enabled=False, metadata_min_match=0.5,
-                            relevance_gate=0.0, entity_score=0.15, scoped_fetch_factor=factor)
+        return SearchPolicy.from_settings(Settings(recall_scoped_fetch_factor=factor))
 
     assert policy(1).fetch_size(10, scoped=True) == policy(1).fetch_size(10, scoped=False) == 40
     assert policy(2).fetch_size(10, scoped=True) == 80 and policy(2).fetch_size(10, scoped=False) == 40

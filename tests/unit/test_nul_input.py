@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.errors import ValidationError
 from pipeline.graph import GraphStore
+from pipeline.config import Settings
 from pipeline.records import Limits, build_new_record, build_patch
 
 
@@ -17,14 +18,14 @@ from pipeline.records import Limits, build_new_record, build_patch
 ])
 def test_records_refuse_nul_naming_the_field(body, field):
     with pytest.raises(ValidationError, match=rf"^{field}: NUL"):
-        build_new_record(body, Limits())
+        build_new_record(body, Limits.from_settings(Settings(), vector_size=384))
     patch = {k: v for k, v in body.items() if k != "content" or "\x00" in v}
     with pytest.raises(ValidationError, match=rf"^{field}: NUL"):
-        build_patch(patch, Limits())
+        build_patch(patch, Limits.from_settings(Settings(), vector_size=384))
 
 
 def test_the_text_of_an_escape_is_not_a_nul():
-    record = build_new_record({"content": "ok", "metadata": {"a": "\\u0000"}}, Limits())
+    record = build_new_record({"content": "ok", "metadata": {"a": "\\u0000"}}, Limits.from_settings(Settings(), vector_size=384))
     assert record.metadata == {"a": "\\u0000"}
 
 

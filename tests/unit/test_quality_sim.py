@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ops.bench.quality_sim import rank, replay
-from pipeline.config import ScoringWeights
+from pipeline.config import RecallProfile
 
-WEIGHTS = {**ScoringWeights().model_dump(), "lexical": 0.1, "neighbour": 0.0, "time_mention": 0.0}
+WEIGHTS = {**RecallProfile.AUTOMEM.weights.model_dump(), "lexical": 0.1}  # automem + the pool BM25
 
 
 def _question(query: str) -> dict:

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pipeline.config import ContextBonuses
+from pipeline.config import Settings
 from pipeline.graph import Scope, TagFilter
 from pipeline.query.context import ContextProfile, language_of
 from pipeline.query.decompose import decompose
@@ -120,12 +120,12 @@ def test_entity_keys_from_tags_and_metadata():
 
 def test_context_profile_language_and_priority():
     assert language_of("src/auth.ts") == "typescript" and language_of("README") is None
-    profile = ContextProfile.build(ContextHints(active_path="src/auth.ts", priority_ids=("p1",)), ContextBonuses())
+    profile = ContextProfile.build(ContextHints(active_path="src/auth.ts", priority_ids=("p1",)), Settings().context_bonuses)
     style = {"id": "s", "type": "Style", "tags": ["typescript"], "content": "use strict null checks"}
     assert profile.bonus(style) == pytest.approx(0.2 + 0.15 + 0.1)
     assert profile.bonus({"id": "p1", "content": "x"}) == pytest.approx(0.9)
     assert profile.bonus({"id": "other", "content": "x"}) == 0.0
-    assert not ContextProfile.build(ContextHints(), ContextBonuses()).active
+    assert not ContextProfile.build(ContextHints(), Settings().context_bonuses).active
 
 
 # --- scoring controls -------------------------------------------------------------------------

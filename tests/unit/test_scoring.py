@@ -2,7 +2,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pipeline.config import ScoringWeights
+from pipeline.config import RecallProfile
 from pipeline.query.keywords import extract_keywords, fulltext_terms
 from pipeline.query.scoring import RecencyPolicy, final_score, score_components
 
@@ -23,7 +23,7 @@ def test_spec_worked_example_scores_0_792():
     keywords = extract_keywords(query)
     assert keywords == ["postgresql", "database", "decisions"]
     components = score_components(
-        memory=memory, query=query, keywords=keywords, vector=0.82, now=NOW, recency=RecencyPolicy()
+        memory=memory, query=query, keywords=keywords, vector=0.82, now=NOW, recency=RecencyPolicy(180, "linear")
     )
     assert components["keyword"] == pytest.approx(2 / 3)
     assert components["tag"] == pytest.approx(1 / 3)
@@ -33,7 +33,7 @@ def test_spec_worked_example_scores_0_792():
     expected_keys = {"vector", "keyword", "metadata", "relation", "tag", "importance", "confidence", "recency",
                      "exact", "relevance", "context", "evidence", "relevance_gated"}
     assert set(components) == expected_keys
-    assert round(final_score(components, ScoringWeights()), 3) == 0.792
+    assert round(final_score(components, RecallProfile.AUTOMEM.weights), 3) == 0.792
 
 
 def test_recency_curves():
@@ -48,7 +48,7 @@ def test_recency_curves():
 def test_exact_match_against_tags():
     memory = {"content": "x", "tags": ["Project-Alpha"], "importance": 0, "confidence": 0}
     components = score_components(memory=memory, query="project-alpha", keywords=["project-alpha"], vector=0,
-                                  now=NOW, recency=RecencyPolicy())
+                                  now=NOW, recency=RecencyPolicy(180, "linear"))
     assert components["exact"] == 1.0 and components["tag"] == 1.0
 
 

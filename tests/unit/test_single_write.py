@@ -52,9 +52,7 @@ def _client(writes: FakeWrites, **settings) -> TestClient:
     # No lifespan: the route reads only these from the app's state.
     app.state.settings = config
     app.state.writes = writes
-    app.state.limits = Limits(content_max_chars=config.memory_content_hard_limit, max_tags=config.max_tags,
-                              max_tag_length=config.max_tag_length, max_metadata_bytes=config.max_metadata_bytes,
-                              max_metadata_depth=config.max_metadata_depth, vector_size=8)
+    app.state.limits = Limits.from_settings(config, vector_size=8)
     app.state.services = SimpleNamespace(vector_size=8, settings=config)
     return TestClient(app, raise_server_exceptions=False)
 

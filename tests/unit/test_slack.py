@@ -50,7 +50,7 @@ def test_message_maps_to_a_memory_with_tags_entities_and_source_keys():
     assert meta["slack"]["files"] == ["plot.png"] and meta["slack"]["reaction_count"] == 2
     assert meta["slack"]["edited_at"].startswith("2023-11-14T22:16:40")
     assert meta["entities"] == {"people": ["kara"]}
-    record = build_new_record(body, Limits())  # what the mapping makes, the write path accepts
+    record = build_new_record(body, Limits.from_settings(Settings(), vector_size=384))  # what the mapping makes, the write path accepts
     assert record.id == body["id"]
 
 
@@ -89,7 +89,7 @@ def test_events_plan():
 def test_batch_validation_and_unchanged_detection():
     with pytest.raises(ValidationError, match="^memories"):
         extract_items({"memories": [{}] * 3}, 2)
-    batch = validate_batch([{"content": "ok", "timestamp": "2024-01-01T00:00:00Z"}, {"content": 5}], Limits())
+    batch = validate_batch([{"content": "ok", "timestamp": "2024-01-01T00:00:00Z"}, {"content": 5}], Limits.from_settings(Settings(), vector_size=384))
     assert [i.result()["status"] for i in batch.items] == ["accepted", "error"]
     assert batch.items[1].result()["message"].startswith("memories.1.content")
     record = batch.items[0].record

@@ -6,13 +6,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pipeline.config import ContextBonuses, ScoringWeights, Settings
+from pipeline.config import Settings
 from pipeline.graph import Scope
 from pipeline.query.candidates import Candidate
 from pipeline.query.context import ContextProfile
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.request import ContextHints
-from pipeline.query.scoring import RecencyPolicy
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy
 from pipeline.query.when import asks_when, states_time
 
@@ -57,10 +56,10 @@ DOCS = [
 
 
 def _scores(query: str, weight: float, main_search: bool = True):
-    policy = SearchPolicy(weights=ScoringWeights(lexical=0.0, time_mention=weight), recency=RecencyPolicy(), overfetch=4,
-                          fetch_cap=200, keyword_mode="fill", metadata_enabled=False, metadata_min_match=0.5,
-                          relevance_gate=0.0, entity_score=0.15)
-    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), ContextBonuses()), datetime.now(timezone.utc), True)
+    settings = Settings(recall_profile="automem", search_weight_time_mention=weight, recall_metadata_search_enabled=False)
+    policy = SearchPolicy.from_settings(settings)
+    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses), datetime.now(timezone.utc),
+                        True)
     pool = [Candidate({"id": str(i), "content": text}, "vector", "qdrant", vector=0.5) for i, text in enumerate(DOCS)]
     return QuerySearch(None, policy).score(pool, ctx, query, extract_keywords(query), gate=False, lexical=main_search)
 
