@@ -184,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     combined_path.write_bytes(orjson.dumps(combined, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
     print(f"{args.memories} memories, page {args.page}: loaded in {report['load_seconds']} s, "
           f"Edge optimize {report['edge_optimize_seconds']} s, load average {report['load_average']}")
-    print(f"| cycle | seconds | memories/s | RSS before (MB) | peak RSS (MB) | counts |")
-    print(f"|---|---:|---:|---:|---:|---|")
+    print("| cycle | seconds | memories/s | RSS before (MB) | peak RSS (MB) | counts |")
+    print("|---|---:|---:|---:|---:|---|")
     for row in rows:
         counts = ", ".join(f"{k}={v}" for k, v in row["counts"].items() if k != "steps")
         print(f"| {row['cycle']} | {row['seconds']} | {row['memories_per_s']} | {row['rss_before_mb']} | {row['peak_rss_mb']} | steps={row['counts']['steps']}, {counts} |")

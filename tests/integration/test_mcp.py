@@ -238,7 +238,7 @@ def test_request_id_of_an_mcp_call_reaches_the_rest_route_and_every_actor(stack)
                     found.append(record)
         return found
 
-    web, worker = lines("web"), lines("worker")
+    web = lines("web")
     assert any(r.get("path") == "/memory" and r.get("status") == 201 for r in web), web
     assert any(r.get("path") == "/mcp" for r in web), web
 

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ops.redis_servers import free_port
-from ops.bench.stack import AUTH, Stack, wait_until
+from ops.bench.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
 
