@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
+from functools import partial
 from typing import Callable
 
 import dramatiq
@@ -30,7 +31,7 @@ from api.responses import ORJSONResponse
 from api.routes import admin, batch, browse, by_tag, consolidate, enrichment, health, ingest, memory, recall, relations
 from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
-from pipeline.broker import ALL_QUEUES, VECTOR_OWNER_QUEUES
+from pipeline.stages import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
 from pipeline.embedding import provider_dimensions
 from pipeline.errors import ConfigurationError
@@ -60,15 +61,16 @@ def query_side(settings: Settings) -> Settings:
 
 
 def _actor_enqueuers(services: Services) -> Enqueuers:
-    from pipeline.actors import access, enrich, persist, relations
+    import pipeline.actors  # noqa: F401  (installs the broker and declares the actors the map sends to)
+    from pipeline import stages
 
     return Enqueuers(
-        persist=persist.persist_memories.send,
-        update=persist.update_memory.send,
-        delete=persist.delete_memories.send,
-        access=access.record_access.send,
-        link=relations.link_memories.send,
-        enrich=lambda ids: enrich.queue_enrichment(services, ids),
+        persist=partial(stages.send, "persist_memories"),
+        update=partial(stages.send, "update_memory"),
+        delete=partial(stages.send, "delete_memories"),
+        access=partial(stages.send, "record_access"),
+        link=partial(stages.send, "link_memories"),
+        enrich=lambda ids: stages.send_enrich(services, ids),
     )
 
 
@@ -88,8 +90,9 @@ def start_vector_workers(svc: Services, queues: set[str]) -> list[dramatiq.Worke
     if not queues:
         return []
     import pipeline.actors
+    from pipeline.actor_context import use_services
 
-    pipeline.actors.broker.services = svc  # actors in this process share its Edge shard
+    use_services(pipeline.actors.broker, svc)  # actors in this process share its Edge shard
     # One single-threaded worker per queue, so slower similarity searches never hold
     # up the vector writes that make memories recallable.
     workers = []

@@ -23,7 +23,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from pipeline.broker import SIMILARITY_QUEUE, held_messages_key, write_path_busy
+from pipeline.broker import held_messages_key, write_path_busy
+from pipeline.stages import SIMILARITY_QUEUE
 from pipeline.config import Settings
 from pipeline.services import Services
 

@@ -13,7 +13,7 @@ import sys
 
 import orjson
 
-from pipeline.broker import ALL_QUEUES
+from pipeline.stages import ALL_QUEUES
 from pipeline.deadletters import dead_messages, inspect, purge, replay
 
 

@@ -24,7 +24,7 @@ from api.bind import Bind, unauthenticated_exposure
 from ops.aof import Compactor, compact_now
 from ops.redis_servers import RedisServer
 from ops.tokens import load_or_create_tokens
-from pipeline.broker import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
+from pipeline.stages import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 

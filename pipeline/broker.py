@@ -1,4 +1,4 @@
-"""The Dramatiq broker: Redis, one queue per stage, retries into a kept dead-letter queue."""
+"""The Dramatiq broker: Redis, the map's queues (``pipeline.stages``), retries into a kept dead-letter queue."""
 
 from __future__ import annotations
 
@@ -6,26 +6,17 @@ import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, Retries, ShutdownNotifications, TimeLimit
 
+from pipeline.actor_context import ActorContext, find_context
 from pipeline.config import Settings
 from pipeline.observability.actor_metrics import ActorMetrics
 from pipeline.observability.requestid import TraceMiddleware
 from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s
 from pipeline.retry_policy import retry_when
+from pipeline.stages import ALL_QUEUES, EMBED_QUEUE, HOT_QUEUES
 from pipeline.wakeups import WakeConsumers, WakingConsumer, blocking_wait, wake
 from pipeline.write_failures import WriteFailures
 
 NAMESPACE = "mempipe"
-PERSIST_QUEUE = "persist"  # graph writes: the canonical record
-EMBED_QUEUE = "embed"  # the expensive stage: many texts per provider call
-VECTORS_QUEUE = "vectors"  # Qdrant writes; in the embedded default only the web process consumes it
-ENRICH_QUEUE = "enrich"  # classification, entities, summaries, duplicates, PRECEDED_BY
-# SIMILAR_TO needs vector searches, so it runs where the vectors are: like ``vectors``, only
-# the web process consumes it in the embedded default (Qdrant Edge), on its own thread.
-SIMILARITY_QUEUE = "similarity"
-MAINTENANCE_QUEUE = "maintenance"  # access tracking, sync, consolidation
-ALL_QUEUES = (PERSIST_QUEUE, EMBED_QUEUE, VECTORS_QUEUE, ENRICH_QUEUE, SIMILARITY_QUEUE, MAINTENANCE_QUEUE)
-VECTOR_OWNER_QUEUES = frozenset({VECTORS_QUEUE, SIMILARITY_QUEUE})  # need the process that owns the vectors
-HOT_QUEUES = frozenset({PERSIST_QUEUE, EMBED_QUEUE, VECTORS_QUEUE})
 COLD_POLL_MS = 1000
 
 
@@ -99,12 +90,13 @@ class PreloadEmbedder(dramatiq.Middleware):
 
     def after_worker_boot(self, broker, worker):
         queues = getattr(worker, "consumer_whitelist", None)  # None: every queue
-        services = getattr(broker, "services", None)
-        if services is not None and (queues is None or EMBED_QUEUE in queues):
-            services.embedder  # built once per process, shared by its threads
+        context = find_context(broker)
+        if context is not None and (queues is None or EMBED_QUEUE in queues):
+            context.services.embedder  # built once per process, shared by its threads
 
 
-def build_broker(settings: Settings) -> MempipeBroker:
+def build_broker(settings: Settings, context: ActorContext | None = None) -> MempipeBroker:
+    """The broker; ``context`` gives its actors their services (absent: a broker only to send or inspect)."""
     middleware = [
         AgeLimit(),
         TimeLimit(time_limit=10 * 60 * 1000),
@@ -127,6 +119,7 @@ def build_broker(settings: Settings) -> MempipeBroker:
         PreloadEmbedder(),
         WakeConsumers(HOT_QUEUES),
         PeriodicRedelivery(maintenance_interval_s(settings.heartbeat_timeout_ms)),
+        *([context] if context is not None else []),
     ]
     broker = MempipeBroker(
         url=settings.redis_url,
@@ -144,11 +137,11 @@ def build_broker(settings: Settings) -> MempipeBroker:
     return broker
 
 
-def install_broker(settings: Settings) -> MempipeBroker:
+def install_broker(settings: Settings, context: ActorContext) -> MempipeBroker:
     """Build the broker and make it Dramatiq's global one (actors bind to it at import)."""
     from pipeline.packing import OrjsonEncoder
 
-    broker = build_broker(settings)
+    broker = build_broker(settings, context)
     dramatiq.set_encoder(OrjsonEncoder())
     dramatiq.set_broker(broker)
     return broker

@@ -16,7 +16,8 @@ from typing import Any
 from dramatiq import Message
 from dramatiq.brokers.redis import RedisBroker
 
-from pipeline.broker import ALL_QUEUES, NAMESPACE
+from pipeline.broker import NAMESPACE
+from pipeline.stages import ALL_QUEUES
 from pipeline.tracking import PipelineTracker
 from pipeline.write_failures import memory_ids
 

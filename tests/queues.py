@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import redis
 
-from pipeline.broker import HOT_QUEUES, held_messages_key
+from pipeline.broker import held_messages_key
+from pipeline.stages import HOT_QUEUES
 
 
 def broker_of(stack) -> redis.Redis:

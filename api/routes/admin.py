@@ -21,7 +21,7 @@ from api.maintenance import launcher
 from api.responses import ORJSONResponse
 from pipeline import deadletters
 from pipeline.backup import parse_include, write_backup
-from pipeline.broker import ALL_QUEUES
+from pipeline.stages import ALL_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import Forbidden, NotFound, ValidationError
 from pipeline.maintenance.quarantine import Quarantine

@@ -13,7 +13,8 @@ from api.deps import get_services, get_writes, graph_call
 from api.responses import ORJSONResponse
 from api.routes.recall import list_param
 from api.writes import WritePath
-from pipeline.broker import ENRICH_QUEUE, NAMESPACE, held_messages_key
+from pipeline.broker import NAMESPACE, held_messages_key
+from pipeline.stages import ENRICH_QUEUE
 from pipeline.relationships import existing_ids
 from pipeline.errors import ValidationError
 from pipeline.services import Services

@@ -10,7 +10,8 @@ from fastapi import APIRouter, Depends
 
 from api.deps import get_services
 from api.responses import ORJSONResponse
-from pipeline.broker import ALL_QUEUES, NAMESPACE, held_messages_key
+from pipeline.broker import NAMESPACE, held_messages_key
+from pipeline.stages import ALL_QUEUES
 from pipeline.services import Services
 
 log = logging.getLogger(__name__)

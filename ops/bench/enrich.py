@@ -84,17 +84,19 @@ def _child(config: Config, threads: int, limit: int, server_pids: dict[str, int]
     import dramatiq
 
     import pipeline.actors as actors
-    from pipeline.actors.enrich import queue_enrichment
+    from pipeline.actor_context import use_services
     from pipeline.config import get_settings
     from pipeline.enrichment.entities import SpacyEntityExtractor
     from pipeline.config import Settings
     from pipeline.records import Limits, build_new_record
     from pipeline.services import Services
+    from pipeline.stages import send_enrich
 
     broker = actors.broker
     settings = get_settings()
     entities = SpacyEntityExtractor(settings.spacy_model, prune=not config.baseline) if config.entities == "spacy" else None
-    services = broker.services = Services(settings, entities=entities)
+    services = Services(settings, entities=entities)
+    use_services(broker, services)
     records = [build_new_record(t, Limits.from_settings(Settings(), vector_size=384)) for t in _turns(limit)]
     for start in range(0, len(records), 500):
         services.graph.upsert_memories(records[start:start + 500])
@@ -104,7 +106,7 @@ def _child(config: Config, threads: int, limit: int, server_pids: dict[str, int]
     cpu_before = {name: cpu_seconds(pid) for name, pid in server_pids.items()}
     cpu_self, started = time.process_time(), time.perf_counter()
     for start in range(0, len(ids), config.message_size):
-        queue_enrichment(services, ids[start:start + config.message_size])
+        send_enrich(services, ids[start:start + config.message_size])
     worker = dramatiq.Worker(broker, queues={"enrich"}, worker_threads=threads)
     worker.start()
     while True:

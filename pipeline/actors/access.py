@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dramatiq
-
-from pipeline.actors.context import services
-from pipeline.broker import MAINTENANCE_QUEUE
+from pipeline.actor_context import services
 from pipeline.resilience import store_call
+from pipeline.stages import stage_actor
 
 
-@dramatiq.actor(queue_name=MAINTENANCE_QUEUE)
+@stage_actor("record_access")
 def record_access(memory_ids: list[str], at: str) -> None:
     """Recall's one write: ``last_accessed`` of the memories it returned, batched."""
     store_call(services().graph.touch)(memory_ids, at)

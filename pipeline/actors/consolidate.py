@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import dramatiq
-
-from pipeline.actors.context import services
-from pipeline.broker import MAINTENANCE_QUEUE, VECTORS_QUEUE
+from pipeline.actor_context import services
 from pipeline.maintenance.cycles import VECTORS, RunContext, registry
+from pipeline.maintenance.migrate import abandon
 from pipeline.maintenance.runs import COMPLETE, FAILED, FINISHED, REFUSED, SKIPPED, Run, RunStore, new_run_id
 from pipeline.resilience import store_call
 from pipeline.services import Services
+from pipeline.stages import EmbedItem, VectorItem, send_drop_vectors, send_embed, send_patch_payloads, send_vectors, stage_actor
 
 
 def run_store(svc: Services) -> RunStore:
@@ -27,24 +26,20 @@ def run_store(svc: Services) -> RunStore:
 class ActorOutbox:
     """What a step's vector-side effects become: messages on the stage queues."""
 
+    def __init__(self, svc: Services):
+        self._embed_batch_size = svc.settings.embed_batch_size
+
     def patch_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
-        apply_payload_patches.send(payloads)
+        send_patch_payloads(payloads)
 
     def drop_vectors(self, memory_ids: list[str]) -> None:
-        from pipeline.actors.vectors import drop_vectors
+        send_drop_vectors(memory_ids)
 
-        drop_vectors.send(memory_ids)
+    def embed(self, items: list[EmbedItem]) -> None:
+        send_embed(items, self._embed_batch_size)
 
-    def embed(self, items: list[dict[str, Any]]) -> None:
-        from pipeline.actors.context import services
-        from pipeline.actors.embed import send_embed_work
-
-        send_embed_work(items, services().settings.embed_batch_size)
-
-    def index(self, items: list[dict[str, Any]]) -> None:
-        from pipeline.actors.vectors import index_vectors
-
-        index_vectors.send(items)
+    def index(self, items: list[VectorItem]) -> None:
+        send_vectors(items)
 
 
 def _dispatch(runs: RunStore, run: Run, phase: int, seq: int, cursor: Any, delay_s: float = 0.0) -> None:
@@ -63,7 +58,7 @@ def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
     run = runs.get(run_id)
     if run is None or run.status in FINISHED:
         return  # a duplicate of a step whose run is already settled
-    result = registry()[run.kind][phase].step(RunContext(svc, runs, run, ActorOutbox()), cursor)
+    result = registry()[run.kind][phase].step(RunContext(svc, runs, run, ActorOutbox(svc)), cursor)
     runs.record_step(run_id, phase, seq, result.counts, result.samples)
     if result.refused:
         runs.finish(run, REFUSED, result.refused)
@@ -73,7 +68,7 @@ def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
         _dispatch(runs, run, phase + 1, 0, None, result.delay_s)
 
 
-@dramatiq.actor(queue_name=MAINTENANCE_QUEUE)
+@stage_actor("start_cycle")
 def start_cycle(kind: str, dry_run: bool = False, trigger: str = "clock", run_id: str | None = None,
                 params: dict[str, Any] | None = None) -> None:
     """Begin a run of one cycle (decay, creative, cluster, forget, sync, reembed)."""
@@ -91,17 +86,17 @@ def start_cycle(kind: str, dry_run: bool = False, trigger: str = "clock", run_id
     _dispatch(runs, run, 0, 0, None)
 
 
-@dramatiq.actor(queue_name=MAINTENANCE_QUEUE)
+@stage_actor("maintenance_step")
 def maintenance_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
     _run_step(run_id, phase, seq, cursor)
 
 
-@dramatiq.actor(queue_name=VECTORS_QUEUE)
+@stage_actor("vector_step")
 def vector_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
     _run_step(run_id, phase, seq, cursor)
 
 
-@dramatiq.actor(queue_name=MAINTENANCE_QUEUE)
+@stage_actor("mark_run_failed")
 def mark_run_failed(message: dict[str, Any], retries: dict[str, Any]) -> None:
     """A step exhausted its retries (it is in the dead-letter queue): settle the run as failed.
 
@@ -116,15 +111,13 @@ def mark_run_failed(message: dict[str, Any], retries: dict[str, Any]) -> None:
             abandon_migration.send(run.id)
 
 
-@dramatiq.actor(queue_name=VECTORS_QUEUE)
+@stage_actor("abandon_migration")
 def abandon_migration(run_id: str) -> None:
     """On the vectors queue: in the embedded default only the Edge shards' owner may drop one."""
-    from pipeline.maintenance.migrate import abandon
-
     abandon(services(), run_id)
 
 
-@dramatiq.actor(queue_name=VECTORS_QUEUE)
+@stage_actor("apply_payload_patches")
 def apply_payload_patches(payloads: dict[str, dict[str, Any]]) -> None:
     """Merge fields into existing points' payloads; a point that is missing is drift, left to sync."""
     vectors = services().vectors

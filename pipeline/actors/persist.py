@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import dramatiq
-
-from pipeline.actors.context import services
-from pipeline.broker import PERSIST_QUEUE
+from pipeline.actor_context import services
 from pipeline.classify import classify
-from pipeline.drain import drain_bound, draining
 from pipeline.records import MemoryRecord, point_id_for
 from pipeline.resilience import store_call
+from pipeline.services import Services
+from pipeline.stages import (EmbedItem, RecordMessage, VectorItem, draining_actor, send_drop_vectors, send_embed,
+                             send_update_payload, send_vectors, stage_actor)
 from pipeline.tracking import PERSISTED
 from pipeline.vectors import edge_packed_payload, vector_payload
 
@@ -30,7 +29,7 @@ def _with_type(record: MemoryRecord) -> MemoryRecord:
     return record
 
 
-def vector_work_item(memory: dict[str, Any], op: str, *, edge: bool = False) -> dict[str, Any]:
+def vector_work_item(memory: dict[str, Any], op: str, *, edge: bool = False) -> EmbedItem:
     """What the embed and vector stages need for one memory, nothing more.
 
     With ``edge`` (Qdrant Edge, owned by the web process) the payload travels already in the
@@ -44,18 +43,9 @@ def vector_work_item(memory: dict[str, Any], op: str, *, edge: bool = False) -> 
     return {"id": memory["id"], "op": op, "text": memory["content"], "payload": vector_payload(memory)}
 
 
-@dramatiq.actor(queue_name=PERSIST_QUEUE)
-def persist_memories(records: list[dict[str, Any]]) -> None:
-    svc = services()
-    bound = drain_bound(svc.settings.persist_drain_max_items)
-    with draining(dramatiq.get_broker(), PERSIST_QUEUE, "persist_memories", records, bound) as batch_records:
-        _persist(svc, batch_records)
-
-
-def _persist(svc, records: list[dict[str, Any]]) -> None:
-    from pipeline.actors.embed import send_embed_work
-    from pipeline.actors.vectors import index_vectors
-
+@draining_actor("persist_memories", lambda svc: svc.settings.persist_drain_max_items)
+def persist_memories(svc: Services, records: list[RecordMessage]) -> None:
+    """Write a batch of whole records to the graph, then hand them to the embed or vector stage."""
     skipped = svc.tracker.tombstoned([r["id"] for r in records])
     batch = [_with_type(MemoryRecord.from_message(r)) for r in records if r["id"] not in skipped]
     if not batch:
@@ -64,7 +54,8 @@ def _persist(svc, records: list[dict[str, Any]]) -> None:
     store_call(svc.graph.link_threads)(batch)
     svc.tracker.advance([r.id for r in batch], PERSISTED)
 
-    to_embed, embedded = [], []
+    to_embed: list[EmbedItem] = []
+    embedded: list[VectorItem] = []
     edge = svc.settings.uses_qdrant_edge
     for record in batch:
         item = vector_work_item(record.to_message(), "store", edge=edge)
@@ -73,16 +64,13 @@ def _persist(svc, records: list[dict[str, Any]]) -> None:
         else:
             embedded.append({**item, "vector": record.embedding})
     if to_embed:
-        send_embed_work(to_embed, svc.settings.embed_batch_size)
+        send_embed(to_embed, svc.settings.embed_batch_size)
     if embedded:
-        index_vectors.send(embedded)
+        send_vectors(embedded)
 
 
-@dramatiq.actor(queue_name=PERSIST_QUEUE)
+@stage_actor("update_memory")
 def update_memory(memory_id: str, changes: dict[str, Any]) -> None:
-    from pipeline.actors.embed import embed_memories
-    from pipeline.actors.vectors import index_vectors, update_vector_payload
-
     svc = services()
     if svc.tracker.tombstoned([memory_id]):
         return
@@ -105,17 +93,15 @@ def update_memory(memory_id: str, changes: dict[str, Any]) -> None:
     memory = store_call(svc.graph.get_memory)(memory_id)
     item = vector_work_item(memory, "update")
     if vector is not None:
-        index_vectors.send([{**item, "vector": vector}])
+        send_vectors([{**item, "vector": vector}])
     elif "content" in changes:
-        embed_memories.send([item])
+        send_embed([item], svc.settings.embed_batch_size)
     else:
-        update_vector_payload.send(memory_id, item["payload"])
+        send_update_payload(memory_id, item["payload"])
 
 
-@dramatiq.actor(queue_name=PERSIST_QUEUE)
+@stage_actor("delete_memories")
 def delete_memories(memory_ids: list[str]) -> None:
-    from pipeline.actors.vectors import drop_vectors
-
     svc = services()
     store_call(svc.graph.delete_memories)(memory_ids)
-    drop_vectors.send(memory_ids)
+    send_drop_vectors(memory_ids)

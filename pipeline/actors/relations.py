@@ -10,20 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import dramatiq
-
-from pipeline.actors.context import services
-from pipeline.broker import PERSIST_QUEUE
+from pipeline.actor_context import services
 from pipeline.relationships import Link, merge_links
 from pipeline.relations import BY_NAME
 from pipeline.resilience import store_call
+from pipeline.stages import stage_actor
 
 
 class EndpointPending(Exception):
     """A memory of the association is accepted but not persisted yet: retry later."""
 
 
-@dramatiq.actor(queue_name=PERSIST_QUEUE)
+@stage_actor("link_memories")
 def link_memories(request_id: str, links: list[dict[str, Any]], at: str) -> None:
     svc = services()
     by_type: dict[str, list[Link]] = {}

@@ -10,17 +10,15 @@ re-embedded or read back. Edges are symmetric and merged, strength = cosine simi
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
-import dramatiq
-
-from pipeline.actors.context import services
+from pipeline.actor_context import services
 from pipeline.background import wait_for_quiet_writes
-from pipeline.broker import SIMILARITY_QUEUE
 from pipeline.relationships import Link, merge_links
 from pipeline.relations import BY_NAME
 from pipeline.packing import vector_of
 from pipeline.resilience import store_call
+from pipeline.stages import SimilarItem, stage_actor
 from pipeline.vectors import VectorQuery, VectorStore
 
 
@@ -46,8 +44,8 @@ def _large_index_build_due(svc) -> Callable[[], bool]:
     return lambda: getattr(svc.vectors, "pending_changes", lambda: 0)() > bound
 
 
-@dramatiq.actor(queue_name=SIMILARITY_QUEUE)
-def link_similar(items: list[dict[str, Any]]) -> None:
+@stage_actor("link_similar")
+def link_similar(items: list[SimilarItem]) -> None:
     svc = services()
     s = svc.settings
     if s.similar_to_limit <= 0:

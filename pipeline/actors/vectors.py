@@ -13,21 +13,19 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import dramatiq
-
-from pipeline.actors.context import services
-from pipeline.broker import VECTORS_QUEUE
-from pipeline.drain import drain_bound, draining
-from pipeline.maintenance.migrate import MIGRATE_OP, settle_outstanding
+from pipeline.actor_context import services
 from pipeline.packing import pack_vector, unpack_vector_f32, vector_of
 from pipeline.resilience import store_call
+from pipeline.services import Services
+from pipeline.stages import (MIGRATE_OP, SimilarItem, VectorItem, draining_actor, send_enrich, send_similar,
+                             settle_copies, stage_actor)
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
 from pipeline.vectors import VectorPoint, vector_payload
 from pipeline.vectors.edge_payload import PackedPayload
 from pipeline.vectors.registry import CollectionSpec, CollectionState
 
 
-def vector_for(item: dict[str, Any], spec: CollectionSpec, state: CollectionState) -> Sequence[float] | None:
+def vector_for(item: VectorItem, spec: CollectionSpec, state: CollectionState) -> Sequence[float] | None:
     """The item's vector for ``spec``: a packed one as ``array('f')`` (Edge reads its buffer)."""
     keyed = item.get("vectors_f32")
     if keyed is not None:
@@ -38,20 +36,14 @@ def vector_for(item: dict[str, Any], spec: CollectionSpec, state: CollectionStat
     return vector if vector is not None and len(vector) == spec.dims else None
 
 
-@dramatiq.actor(queue_name=VECTORS_QUEUE)
-def index_vectors(items: list[dict[str, Any]]) -> None:
-    svc = services()
-    # With Qdrant Edge this runs in the web process, which also answers every request: when
-    # its vector messages queue up (single writes, a few memories each), one call takes the
-    # run behind it, and the upsert, the bookkeeping and the enrichment hand-off are paid once.
-    bound = drain_bound(svc.settings.vector_drain_max_items)
-    with draining(dramatiq.get_broker(), VECTORS_QUEUE, "index_vectors", items, bound) as batch:
-        _index(svc, batch)
-
-
-def _index(svc, items: list[dict[str, Any]]) -> None:
+# With Qdrant Edge this runs in the web process, which also answers every request: when its
+# vector messages queue up (single writes, a few memories each), one call takes the run behind
+# it, and the upsert, the bookkeeping and the enrichment hand-off are paid once.
+@draining_actor("index_vectors", lambda svc: svc.settings.vector_drain_max_items)
+def index_vectors(svc: Services, items: list[VectorItem]) -> None:
+    """Upsert the items' points into every writable collection; the write is recallable after this."""
     skipped = svc.tracker.tombstoned([item["id"] for item in items])
-    settle_outstanding(svc.broker_redis, [i for i in items if i["id"] in skipped])
+    settle_copies(svc.broker_redis, [i for i in items if i["id"] in skipped])
     items = [item for item in items if item["id"] not in skipped]
     if not items:
         return
@@ -71,7 +63,7 @@ def _index(svc, items: list[dict[str, Any]]) -> None:
                   if (v := vector_for(i, spec, state)) is not None and (i.get("op") != MIGRATE_OP or i["id"] in current)]
         if points:
             store_call(svc.vector_store(spec).upsert)(points)
-    settle_outstanding(svc.broker_redis, copies)
+    settle_copies(svc.broker_redis, copies)
     writes = [item for item in items if item.get("op") != MIGRATE_OP]
     for op in {item["op"] for item in writes}:
         ids = [item["id"] for item in writes if item["op"] == op]
@@ -79,13 +71,13 @@ def _index(svc, items: list[dict[str, Any]]) -> None:
     _start_enrichment(svc, [linkable for item in writes if (linkable := _live_vector(item, state)) is not None])
 
 
-def _payload(item: dict[str, Any]) -> dict[str, Any]:
+def _payload(item: VectorItem) -> dict[str, Any]:
     """The item's payload: packed for Edge by the persist stage, or plain (every other sender)."""
     packed = item.get("edge_payload")
     return PackedPayload(packed) if packed is not None else item["payload"]
 
 
-def _live_vector(item: dict[str, Any], state: CollectionState) -> dict[str, Any] | None:
+def _live_vector(item: VectorItem, state: CollectionState) -> SimilarItem | None:
     """What SIMILAR_TO needs of an indexed item: its id and its live vector, packed.
 
     A vector the embed stage packed is passed on as it came: decoding 384 floats to a list
@@ -103,7 +95,7 @@ def _packed_length(dims: int) -> int:
     return 4 * ((dims * 4 + 2) // 3)
 
 
-def _start_enrichment(svc, items: list[dict[str, Any]]) -> None:
+def _start_enrichment(svc: Services, items: list[SimilarItem]) -> None:
     """New text is recallable now; enrichment follows, off the write path.
 
     It starts here rather than after persist so that its payload refresh can never be
@@ -112,15 +104,12 @@ def _start_enrichment(svc, items: list[dict[str, Any]]) -> None:
     """
     if not svc.settings.enrichment_enabled or not items:
         return
-    from pipeline.actors.enrich import queue_enrichment
-    from pipeline.actors.similarity import link_similar
-
-    queue_enrichment(svc, [item["id"] for item in items])
+    send_enrich(svc, [item["id"] for item in items])
     if svc.settings.similar_to_limit > 0:
-        link_similar.send(items)
+        send_similar(items)
 
 
-@dramatiq.actor(queue_name=VECTORS_QUEUE)
+@stage_actor("refresh_vector_payloads")
 def refresh_vector_payloads(memory_ids: list[str]) -> None:
     """Copy enrichment results (tags, type, summary, duplicate_of) from the graph to the points."""
     svc = services()
@@ -130,14 +119,14 @@ def refresh_vector_payloads(memory_ids: list[str]) -> None:
         store_call(svc.vectors.set_payload)(memory_id, vector_payload(memory))
 
 
-@dramatiq.actor(queue_name=VECTORS_QUEUE)
+@stage_actor("update_vector_payload")
 def update_vector_payload(memory_id: str, payload: dict[str, Any]) -> None:
     svc = services()
     store_call(svc.vectors.set_payload)(memory_id, payload)
     svc.tracker.finish([memory_id], "update", UPDATED)
 
 
-@dramatiq.actor(queue_name=VECTORS_QUEUE)
+@stage_actor("drop_vectors")
 def drop_vectors(memory_ids: list[str]) -> None:
     svc = services()
     store_call(svc.vectors.delete)(memory_ids)

@@ -24,17 +24,18 @@ from typing import Any, Callable, Protocol
 
 from pipeline.maintenance.runs import Run, RunStore
 from pipeline.services import Services
+from pipeline.stages import EmbedItem, VectorItem
 
 GRAPH, VECTORS = "graph", "vectors"
 
 
 class Outbox(Protocol):
-    """Messages a step may send (the actors' ``send``; a recorder in unit tests)."""
+    """Messages a step may send (``pipeline.stages``' send helpers; a recorder in unit tests)."""
 
     def patch_payloads(self, payloads: dict[str, dict[str, Any]]) -> None: ...
     def drop_vectors(self, memory_ids: list[str]) -> None: ...
-    def embed(self, items: list[dict[str, Any]]) -> None: ...
-    def index(self, items: list[dict[str, Any]]) -> None: ...
+    def embed(self, items: list[EmbedItem]) -> None: ...
+    def index(self, items: list[VectorItem]) -> None: ...
 
 
 @dataclass

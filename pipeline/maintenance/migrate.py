@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import redis as redis_lib
 
@@ -34,10 +34,10 @@ from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, VECTORS, Phase, RunContext, StepResult
 from pipeline.maintenance.runs import state_key
 from pipeline.resilience import store_call
+from pipeline.stages import MIGRATE_OP, EmbedItem
 from pipeline.vectors import vector_payload
 from pipeline.vectors.registry import CollectionSpec
 
-MIGRATE_OP = "migrate"
 WAIT_POLL_SECONDS = 1.0
 STALL_SECONDS = 120.0
 MAX_VERIFY_PASSES = 20
@@ -53,8 +53,12 @@ def outstanding_key(run_id: str) -> str:
     return state_key(run_id, "outstanding")
 
 
-def settle_outstanding(client: redis_lib.Redis, items: list[dict[str, Any]]) -> None:
-    """The vector stage is done with these migration items (written, or skipped as deleted)."""
+def settle_outstanding(client: redis_lib.Redis, items: Sequence[Mapping[str, Any]]) -> None:
+    """The write path is done with these copies (written, or skipped as deleted): count them off.
+
+    Installed as the write path's ``copies_settled`` hook (``pipeline.actors``), so the stages
+    report to this cycle without importing it.
+    """
     by_run: dict[str, list[str]] = defaultdict(list)
     for item in items:
         if item.get("migration"):
@@ -78,11 +82,12 @@ def _queue_copies(ctx: RunContext, target: CollectionSpec, memories: list[dict[s
     pipe.sadd(key, *[m["id"] for m in memories])
     pipe.expire(key, STATE_TTL_SECONDS)
     pipe.execute()
-    ctx.outbox.embed([
+    copies: list[EmbedItem] = [
         {"id": m["id"], "op": MIGRATE_OP, "text": m["content"], "payload": vector_payload(m),
          "collections": [target.name], "migration": ctx.run.id}
         for m in memories
-    ])
+    ]
+    ctx.outbox.embed(copies)
 
 
 def prepare_step(ctx: RunContext, cursor: Any) -> StepResult:

@@ -15,7 +15,8 @@ from typing import Callable, Iterable
 import redis
 from dramatiq import Message
 
-from pipeline.broker import ALL_QUEUES, NAMESPACE
+from pipeline.broker import NAMESPACE
+from pipeline.stages import ALL_QUEUES
 
 
 def _age_seconds(raw: bytes | None, now_ms: float) -> float:

@@ -14,7 +14,7 @@ from falkordb import FalkorDB
 from slack_sdk.signature import SignatureVerifier
 
 from ops.bench.stack import ADMIN_TOKEN, API_TOKEN, Stack, wait_until
-from pipeline.broker import PERSIST_QUEUE
+from pipeline.stages import PERSIST_QUEUE
 from pipeline.graph import GraphStore
 from pipeline.threads import PART_OF
 from tests.queues import held_message_ids, write_path_idle

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from ops.bench.stack import ADMIN_TOKEN, API_TOKEN, AUTH, wait_until
-from pipeline.broker import HOT_QUEUES, PERSIST_QUEUE
+from pipeline.stages import HOT_QUEUES, PERSIST_QUEUE
 from tests.queues import consumers_waiting, held_message_ids
 
 pytestmark = pytest.mark.integration

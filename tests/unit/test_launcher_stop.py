@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from ops.serve import kill_group, metrics_env, worker_shutdown_ms
-from pipeline.actors.embed import message_chunks
+from pipeline.stages import message_chunks
 from pipeline.config import Settings
 
 # A parent that forks a child which ignores SIGTERM, as a dramatiq command does with its
@@ -93,15 +93,16 @@ def test_both_stores_log_with_a_snapshot_base_and_the_chosen_fsync(tmp_path):
 def test_enrichment_is_sent_in_messages_a_worker_can_finish_while_stopping(monkeypatch):
     from types import SimpleNamespace
 
+    from pipeline import stages
     from pipeline.actors import enrich
 
     sent = []
     monkeypatch.setattr(enrich.enrich_memories, "send_with_options", lambda args, on_failure: sent.append(args[0]))
     svc = SimpleNamespace(chat=None, settings=Settings(), enrichment_stats=SimpleNamespace(queued=lambda ids: None))
     ids = [str(n) for n in range(300)]
-    enrich.queue_enrichment(svc, ids)
+    stages.send_enrich(svc, ids)
     assert [len(batch) for batch in sent] == [128, 128, 44] and sum(sent, []) == ids
     sent.clear()
     svc.chat = object()  # an LLM: about one rate window of calls per message
-    enrich.queue_enrichment(svc, ids[:25])
+    stages.send_enrich(svc, ids[:25])
     assert [len(batch) for batch in sent] == [10, 10, 5]

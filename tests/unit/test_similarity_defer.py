@@ -81,6 +81,7 @@ def test_enrichment_waits_for_the_write_path_as_similar_to_does(monkeypatch):
     from types import SimpleNamespace
 
     import pipeline.actors.enrich as enrich
+    import pipeline.stages as stages
     import pipeline.background as background
     from pipeline.config import Settings
 
@@ -90,7 +91,7 @@ def test_enrichment_waits_for_the_write_path_as_similar_to_does(monkeypatch):
     svc = SimpleNamespace(settings=Settings(), tracker=tracker, broker_redis=None, chat=None)
     monkeypatch.setattr(background, "write_path_busy", lambda client: False)
     monkeypatch.setattr(background.time, "sleep", lambda s: order.append("waited"))
-    monkeypatch.setattr(enrich, "services", lambda: svc)
+    monkeypatch.setattr(stages, "services", lambda: svc)
     monkeypatch.setattr(enrich, "build_enricher", lambda s: SimpleNamespace(run=lambda ids: order.append(("ran", ids))))
     enrich.enrich_memories.fn(["m1"])
     assert order == ["waited", "waited", ("ran", ["m1"])]

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import fakeredis
 import pytest
 
-from pipeline.broker import HOT_QUEUES, MempipeBroker, build_broker
+from pipeline.broker import MempipeBroker, build_broker
+from pipeline.stages import HOT_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s, redelivery_bound_s
