@@ -218,3 +218,10 @@ def settle_copies(client: Any, items: Sequence[Mapping[str, Any]]) -> None:
     copies = [item for item in items if item.get("migration")]
     if copies:
         actor_context().hooks.copies_settled(client, copies)
+
+
+def without_deleted(svc: Services, items: list) -> list:
+    """The items whose memories were not deleted while queued; deleted copies are settled."""
+    deleted = svc.tracker.tombstoned([item["id"] for item in items])
+    settle_copies(svc.broker_redis, [item for item in items if item["id"] in deleted])
+    return [item for item in items if item["id"] not in deleted]

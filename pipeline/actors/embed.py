@@ -13,16 +13,14 @@ from __future__ import annotations
 from pipeline.labelled import embed_contents_f32
 from pipeline.packing import pack_vector
 from pipeline.services import Services
-from pipeline.stages import MIGRATE_OP, EmbedItem, VectorItem, draining_actor, send_vectors, settle_copies
+from pipeline.stages import MIGRATE_OP, EmbedItem, VectorItem, draining_actor, send_vectors, without_deleted
 from pipeline.tracking import EMBEDDED
 
 
 @draining_actor("embed_memories", lambda svc: svc.settings.embed_drain_max_items)
 def embed_memories(svc: Services, items: list[EmbedItem]) -> None:
     """Embed the items for every writable collection and hand them to the vector stage."""
-    skipped = svc.tracker.tombstoned([item["id"] for item in items])
-    settle_copies(svc.broker_redis, [i for i in items if i["id"] in skipped])
-    embedded: list[VectorItem] = [item for item in items if item["id"] not in skipped]
+    embedded: list[VectorItem] = without_deleted(svc, items)
     if not embedded:
         return
     state = svc.collections.state()

@@ -18,7 +18,7 @@ from pipeline.packing import pack_vector, unpack_vector_f32, vector_of
 from pipeline.resilience import store_call
 from pipeline.services import Services
 from pipeline.stages import (MIGRATE_OP, SimilarItem, VectorItem, draining_actor, send_enrich, send_similar,
-                             settle_copies, stage_actor)
+                             settle_copies, stage_actor, without_deleted)
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
 from pipeline.vectors import VectorPoint, vector_payload
 from pipeline.vectors.edge_payload import PackedPayload
@@ -42,9 +42,7 @@ def vector_for(item: VectorItem, spec: CollectionSpec, state: CollectionState) -
 @draining_actor("index_vectors", lambda svc: svc.settings.vector_drain_max_items)
 def index_vectors(svc: Services, items: list[VectorItem]) -> None:
     """Upsert the items' points into every writable collection; the write is recallable after this."""
-    skipped = svc.tracker.tombstoned([item["id"] for item in items])
-    settle_copies(svc.broker_redis, [i for i in items if i["id"] in skipped])
-    items = [item for item in items if item["id"] not in skipped]
+    items = without_deleted(svc, items)
     if not items:
         return
     copies = [item for item in items if item.get("op") == MIGRATE_OP]

@@ -94,3 +94,31 @@ def test_actors_read_their_services_from_the_broker_middleware():
         assert services() is marker and isinstance(actor_context(broker), ActorContext)
     finally:
         use_services(broker, before)
+
+
+def _string_args_of_send(tree: ast.AST) -> set[str]:
+    return {node.args[0].value for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "send"
+            and node.args and isinstance(node.args[0], ast.Constant)}
+
+
+def test_what_each_actor_module_sends_is_on_the_map():
+    """The actors a module sends to (through the map's helpers, or to its own actors) are among
+    the ``sends`` of the stages it declares."""
+    from pipeline.stages import BY_ACTOR
+
+    stages_tree = ast.parse((PIPELINE / "stages.py").read_text())
+    helpers = {fn.name: _string_args_of_send(fn) for fn in stages_tree.body if isinstance(fn, ast.FunctionDef)}
+    for path in sorted((PIPELINE / "actors").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        declared = {d.args[0].value for fn in tree.body if isinstance(fn, ast.FunctionDef) for d in fn.decorator_list
+                    if isinstance(d, ast.Call) and getattr(d.func, "id", "") in ("stage_actor", "draining_actor")}
+        sent = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
+                sent |= helpers[node.func.id]
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "send"
+                  and isinstance(node.func.value, ast.Name) and node.func.value.id in declared):
+                sent.add(node.func.value.id)
+        allowed = {target for name in declared for target in BY_ACTOR[name].sends}
+        assert sent <= allowed, f"{path.name} sends {sorted(sent - allowed)}: add them to its stages' sends"
