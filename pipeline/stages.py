@@ -108,10 +108,19 @@ STAGES: tuple[Stage, ...] = (
 )
 BY_ACTOR: Mapping[str, Stage] = {stage.actor: stage for stage in STAGES}
 
+# The actors declared through the map in this process, by name: ``send`` reaches an actor on
+# the broker it was declared on, as ``actor.send`` would, whatever broker is global later.
+_declared: dict[str, dramatiq.Actor] = {}
+
+
+def _declare(fn: Callable[..., Any], actor_name: str) -> dramatiq.Actor:
+    actor = _declared[actor_name] = dramatiq.actor(fn, actor_name=actor_name, queue_name=BY_ACTOR[actor_name].queue)
+    return actor
+
 
 def stage_actor(actor_name: str) -> Callable[[Callable[..., Any]], dramatiq.Actor]:
     """Declare the function as the map's ``actor_name``, on the map's queue."""
-    return dramatiq.actor(actor_name=actor_name, queue_name=BY_ACTOR[actor_name].queue)
+    return lambda fn: _declare(fn, actor_name)
 
 
 def draining_actor(actor_name: str, max_items: Callable[[Services], int],
@@ -131,19 +140,23 @@ def draining_actor(actor_name: str, max_items: Callable[[Services], int],
             if before is not None:
                 before(svc)
             bound = drain_bound(max_items(svc))
-            with draining(dramatiq.get_broker(), stage.queue, stage.actor, records, bound) as batch:
+            with draining(actor.broker, stage.queue, stage.actor, records, bound) as batch:
                 handle(svc, batch)
 
         consume.__name__ = consume.__qualname__ = stage.actor
         consume.__module__, consume.__doc__ = handle.__module__, handle.__doc__
-        return dramatiq.actor(consume, actor_name=stage.actor, queue_name=stage.queue)
+        actor = _declare(consume, stage.actor)
+        return actor
 
     return declare
 
 
 def send(actor_name: str, *args: Any, **options: Any) -> dramatiq.Message:
-    """Enqueue a message for ``actor_name`` (declared in this process: ``import pipeline.actors``)."""
-    return dramatiq.get_broker().get_actor(BY_ACTOR[actor_name].actor).send_with_options(args=args, **options)
+    """Enqueue a message for ``actor_name``, declared in this process (``import pipeline.actors``)."""
+    actor = _declared.get(BY_ACTOR[actor_name].actor)
+    if actor is None:
+        raise RuntimeError(f"actor {actor_name!r} is not declared in this process: import pipeline.actors first")
+    return actor.send_with_options(args=args, **options)
 
 
 # ── send helpers: what one stage hands the next ──────────────────────────────────────────────
