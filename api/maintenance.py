@@ -14,14 +14,10 @@ from typing import Any, Callable
 from starlette.concurrency import run_in_threadpool
 
 from pipeline.errors import Conflict
-from pipeline.maintenance.runs import FINISHED, RunStore, new_run_id
+from pipeline.maintenance.runs import FINISHED, new_run_id, run_store
 from pipeline.services import Services
 
 POLL_SECONDS = 0.1
-
-
-def run_store(services: Services) -> RunStore:
-    return RunStore.from_settings(services.broker_redis, services.settings)
 
 
 def _default_send(kind: str, dry_run: bool, trigger: str, run_id: str, params: dict[str, Any]) -> None:

@@ -13,14 +13,10 @@ from typing import Any
 from pipeline.actor_context import services
 from pipeline.maintenance.cycles import VECTORS, RunContext, registry
 from pipeline.maintenance.migrate import abandon
-from pipeline.maintenance.runs import COMPLETE, FAILED, FINISHED, REFUSED, SKIPPED, Run, RunStore, new_run_id
+from pipeline.maintenance.runs import COMPLETE, FAILED, FINISHED, REFUSED, SKIPPED, Run, RunStore, new_run_id, run_store
 from pipeline.resilience import store_call
 from pipeline.services import Services
 from pipeline.stages import EmbedItem, VectorItem, send_drop_vectors, send_embed, send_patch_payloads, send_vectors, stage_actor
-
-
-def run_store(svc: Services) -> RunStore:
-    return RunStore.from_settings(svc.broker_redis, svc.settings)
 
 
 class ActorOutbox:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, Phase, RunContext, StepResult
+from pipeline.maintenance.pages import graph_page
 from pipeline.maintenance.policy import DecayPolicy
 from pipeline.records import iso
 from pipeline.resilience import store_call
@@ -26,8 +27,7 @@ def score_page(ctx: RunContext, memories: list[dict[str, Any]]) -> dict[str, flo
 
 def decay_step(ctx: RunContext, cursor: Any) -> StepResult:
     graph = ctx.services.graph
-    memories, following = store_call(graph_ops.page_memories)(graph, cursor, ctx.page_size)
-    result = StepResult(cursor=following)
+    memories, result = graph_page(ctx, cursor)
     if not memories:
         return result
     scores = score_page(ctx, memories)

@@ -13,6 +13,7 @@ from typing import Any
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, Phase, RunContext, StepResult
 from pipeline.maintenance.decay import score_page
+from pipeline.maintenance.pages import graph_page
 from pipeline.maintenance.policy import ARCHIVE, DELETE, PROTECTED, ForgetPolicy
 from pipeline.records import iso
 from pipeline.resilience import store_call
@@ -21,8 +22,7 @@ from pipeline.vectors import archived_payload
 
 def forget_step(ctx: RunContext, cursor: Any) -> StepResult:
     graph = ctx.services.graph
-    memories, following = store_call(graph_ops.page_memories)(graph, cursor, ctx.page_size)
-    result = StepResult(cursor=following)
+    memories, result = graph_page(ctx, cursor)
     if not memories:
         return result
     policy = ForgetPolicy.from_settings(ctx.settings)

@@ -32,6 +32,7 @@ import redis as redis_lib
 
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, VECTORS, Phase, RunContext, StepResult
+from pipeline.maintenance.pages import graph_page
 from pipeline.maintenance.runs import state_key
 from pipeline.resilience import store_call
 from pipeline.stages import MIGRATE_OP, EmbedItem
@@ -106,9 +107,8 @@ def prepare_step(ctx: RunContext, cursor: Any) -> StepResult:
 def copy_step(ctx: RunContext, cursor: Any) -> StepResult:
     target = _target(ctx)
     batch = int(ctx.run.params.get("batch_size") or ctx.page_size)
-    memories, following = store_call(graph_ops.page_memories)(ctx.services.graph, cursor, batch)
+    memories, result = graph_page(ctx, cursor, batch)
     _queue_copies(ctx, target, memories)
-    result = StepResult(cursor=following)
     result.count("processed", [m["id"] for m in memories])
     return result
 

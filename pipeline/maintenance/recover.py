@@ -23,6 +23,7 @@ from typing import Any
 
 from pipeline.graph import node_properties
 from pipeline.maintenance.cycles import VECTORS, Phase, RunContext, StepResult
+from pipeline.maintenance.pages import vector_page
 from pipeline.maintenance.quarantine import Quarantine
 from pipeline.maintenance.sync_guard import GuardState
 from pipeline.resilience import store_call
@@ -72,13 +73,10 @@ def from_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
         # them), and with new property ids this process must not read with old names.
         ctx.services.graph.forget_schema()
         store_call(ctx.services.graph.ensure_schema)()
-    page, next_offset = store_call(ctx.services.vectors.scroll)(cursor, ctx.page_size)
-    result = StepResult(cursor=next_offset)
+    page, nodes, result = vector_page(ctx, cursor)
     if not page:
         return result
-    ids = [r.memory_id for r in page]
-    nodes = store_call(ctx.services.graph.get_memories)(ids)
-    skip = _left_alone(ctx, ids)
+    skip = _left_alone(ctx, [r.memory_id for r in page])
     lost = {r.memory_id: r.payload for r in page if r.memory_id not in nodes and r.memory_id not in skip
             and r.payload.get("content") is not None}
     result.add("vectors_checked", len(page))

@@ -235,3 +235,8 @@ def _iso(epoch: float) -> str:
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat()
+
+
+def run_store(services) -> RunStore:
+    """The run store of a process's ``Services``, bounded by its settings."""
+    return RunStore.from_settings(services.broker_redis, services.settings)

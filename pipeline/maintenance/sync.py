@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import VECTORS, Phase, RunContext, StepResult
+from pipeline.maintenance.pages import graph_page, vector_page
 from pipeline.maintenance.quarantine import Quarantine
 from pipeline.maintenance.runs import state_key
 from pipeline.maintenance.sync_guard import GuardState, verdict
@@ -86,14 +86,10 @@ def _remember(ctx: RunContext, kind: str, ids: list[str]) -> None:
 
 def vectors_to_graph_step(ctx: RunContext, cursor: Any) -> StepResult:
     """The survey: count and remember drift, change nothing (the guard decides on it next)."""
-    vectors = ctx.services.vectors
-    page, next_offset = store_call(vectors.scroll)(cursor, ctx.page_size)
-    result = StepResult(cursor=next_offset)
+    page, nodes, result = vector_page(ctx, cursor)
     if not page:
         return result
-    ids = [r.memory_id for r in page]
-    nodes = store_call(ctx.services.graph.get_memories)(ids)
-    busy = _pending(ctx, ids)
+    busy = _pending(ctx, [r.memory_id for r in page])
     excluded = ctx.settings.excluded_types
     orphans, rewrites, stale = [], [], []
     for record in page:
@@ -179,8 +175,7 @@ def repair_step(ctx: RunContext, cursor: Any) -> StepResult:
 
 
 def graph_to_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
-    memories, following = store_call(graph_ops.page_memories)(ctx.services.graph, cursor, ctx.page_size)
-    result = StepResult(cursor=following)
+    memories, result = graph_page(ctx, cursor)
     memories = [m for m in memories if m.get("type") not in ctx.settings.excluded_types]
     if not memories:
         return result
