@@ -2,7 +2,7 @@
 
 The process that installs the broker (``pipeline.actors``: a worker, the clock, or the web
 process that owns the Qdrant Edge shard) builds them once and hands them to a Dramatiq
-middleware; an actor reads them from the broker it runs on through ``actor_context()``.
+middleware on its broker; an actor reads them from there through ``actor_context()``.
 Nothing is stuck onto the broker object and no module holds them, so a test or a process
 with other clients swaps them in one place (``use_services``).
 """
@@ -34,7 +34,10 @@ class StageHooks:
 
 
 class ActorContext(dramatiq.Middleware):
-    """Holds the process's ``Services`` and stage hooks for its actors (no hooks of its own)."""
+    """Holds the process's ``Services`` and stage hooks for its actors.
+
+    A middleware so that it travels with the broker it serves; it handles no broker events.
+    """
 
     def __init__(self, services: Services, hooks: StageHooks | None = None):
         self.services = services
