@@ -21,9 +21,10 @@ POLL_SECONDS = 0.1
 
 
 def _default_send(kind: str, dry_run: bool, trigger: str, run_id: str, params: dict[str, Any]) -> None:
-    from pipeline.actors.consolidate import start_cycle
+    import pipeline.actors  # noqa: F401  (installs the broker and declares the actors the map sends to)
+    from pipeline import stages
 
-    start_cycle.send(kind, dry_run, trigger, run_id, params)
+    stages.send("start_cycle", kind, dry_run, trigger, run_id, params)
 
 
 class MaintenanceLauncher:

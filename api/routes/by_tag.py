@@ -48,13 +48,14 @@ async def delete_by_tag(
     tag_mode: ModeParam = "any",
     tag_match: MatchParam = "exact",
 ):
-    from pipeline.actors.vectors import drop_vectors
+    import pipeline.actors  # noqa: F401  (installs the broker and declares the actors the map sends to)
+    from pipeline.stages import send_drop_vectors
 
     settings = services.settings
     tag_filter = _tag_filter(tags, tag_mode, tag_match, settings.recall_max_list_items, settings.max_tag_length)
 
     def delete_all() -> int:
-        return graph_call(lambda: delete_tagged(services.graph, tag_filter, services.tracker.tombstone, drop_vectors.send))
+        return graph_call(lambda: delete_tagged(services.graph, tag_filter, services.tracker.tombstone, send_drop_vectors))
 
     deleted = await run_in_threadpool(delete_all)
     return ORJSONResponse({"status": "success", "tags": list(tag_filter.tags), "deleted_count": deleted})
