@@ -34,6 +34,12 @@ log = logging.getLogger(__name__)
 # it) for seconds, so operators and the ingest benchmark need to see when one ran.
 INDEX_BUILD_STARTED = "edge index build started"
 INDEX_BUILD_FINISHED = "edge index build finished"
+# qdrant_edge holds the GIL for each call, searches included: ``search_many`` splits a batch so
+# that one call scans about this many unindexed points (and runs at most SEARCH_BATCH_MAX
+# queries), so a SIMILAR_TO batch of hundreds of searches over a plain shard leaves the
+# process's other threads (recall, /health) a turn between calls.
+SEARCH_BATCH_SCAN_POINTS = 1_000_000
+SEARCH_BATCH_MAX = 64
 # What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document):
 # the indexed ones, ``content`` included (its scored text index is keyword search, see
 # pipeline.vectors.edge_text).
@@ -243,13 +249,27 @@ class EdgeVectorStore:
             return qe.QueryRequest(limit=query.limit, query=qe.Query.Nearest(query.vector),
                                    filter=self._filter(query, exclusions), with_payload=with_payload)
 
-        results = list(self._shard.query_batch(qe.QueryBatchRequest([request(q, False) for q in queries])))
+        step = self._search_batch_size()
+
+        def batched(requests: list) -> list:
+            out: list = []
+            for start in range(0, len(requests), step):  # each call holds the GIL: see SEARCH_BATCH_SCAN_POINTS
+                out += self._shard.query_batch(qe.QueryBatchRequest(requests[start:start + step]))
+            return out
+
+        results = batched([request(q, False) for q in queries])
         again = [i for i, (q, hits) in enumerate(zip(queries, results)) if any(is_excluded(h.payload, q.scope) for h in hits)]
         if again:
-            rerun = self._shard.query_batch(qe.QueryBatchRequest([request(queries[i], True) for i in again]))
+            rerun = batched([request(queries[i], True) for i in again])
             for i, hits in zip(again, rerun):
                 results[i] = hits
         return [[_edge_hit(h, q.with_payload) for h in hits] for q, hits in zip(queries, results)]
+
+    def _search_batch_size(self) -> int:
+        """Queries per ``query_batch`` call: fewer the more unindexed points each one scans."""
+        info = self._shard.info()
+        unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count))
+        return max(1, min(SEARCH_BATCH_MAX, SEARCH_BATCH_SCAN_POINTS // unindexed))
 
     def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None:
         """The ``limit`` best BM25 matches of ``text`` in scope, with payloads and vectors.

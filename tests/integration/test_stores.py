@@ -440,7 +440,7 @@ def test_an_older_edge_shard_is_migrated_once_by_maintenance(tmp_path, monkeypat
     reopened.close()
 
 
-def test_an_edge_shard_below_its_plain_size_is_never_built_and_still_answers(tmp_path):
+def test_an_edge_shard_below_its_plain_size_is_never_built_and_still_answers(tmp_path, monkeypatch):
     """Up to EDGE_PLAIN_MAX_POINTS the shard's segments stay plain (an HNSW build holds the GIL,
     so the web would answer nothing meanwhile): maintenance runs no optimize(), nothing is
     indexed, and dense search, filters, exclusions and BM25 text search answer from the scan.
@@ -474,6 +474,13 @@ def test_an_edge_shard_below_its_plain_size_is_never_built_and_still_answers(tmp
     assert ids(store.search(VectorQuery(vectors[1].tolist(), 1, Scope(TagFilter(("chat:1",)))))) != ["m1"]  # archived
     assert ids(store.search(VectorQuery(vectors[2].tolist(), 1))) != ["m2"]  # deleted
     assert [ids(hits) for hits in store.search_many([VectorQuery(vectors[i].tolist(), 1) for i in (3, 4)])] == [["m3"], ["m4"]]
+    # a batch split into one call per query (each call holds the GIL): same answers, same order
+    from pipeline.vectors import edge as edge_store
+    monkeypatch.setattr(edge_store, "SEARCH_BATCH_SCAN_POINTS", count // 2)
+    assert store._search_batch_size() == 1
+    batch = store.search_many([VectorQuery(vectors[i].tolist(), 1, Scope(TagFilter((f"chat:{i}",)))) for i in (1, 3, 4, 6)])
+    assert len(batch[0]) == 1 and ids(batch[0]) != ["m1"]  # archived: run again with the exclusions
+    assert [ids(hits) for hits in batch[1:]] == [["m3"], ["m4"], ["m6"]]
     assert ids(store.text_search("caroline painting", Scope(), 5)) == ["m0"]
 
     store._plain_max_points = count - 2  # the store has grown past its plain size: built as before
