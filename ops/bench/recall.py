@@ -379,7 +379,7 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "queries_per_scenario": args.queries, "load": timings, "load_average": loads, "results": results,
         "ratio_largest_to_smallest": growth,
-        "variants": {label: {"settings": settings, "results": by_variant[key], "ratio_largest_to_smallest":
+        "variants": {key: {"settings": settings, "results": by_variant[key], "ratio_largest_to_smallest":
                              ratios(by_variant[key])}
                      for label, settings in variants for key in by_variant if key.split(" [")[0] == label},
     }, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
