@@ -13,6 +13,10 @@ random 384-d vectors with a 50-value keyword payload:
   segments capped (``--max-segment-kb``) and merged less (``--segments``): each call's length
   is the longest stall a recall would see.
 
+``--batches 1,100,500`` also times one ``query_batch`` call of each size with a heartbeat
+thread beside it (wakes every 10 ms): the longest gap between beats is how long the call held
+the GIL (searches hold it too, so a batch of SIMILAR_TO searches stalls the web).
+
 Prints one JSON row and writes ``ops/bench/results/probe_edge_plain.json``.
 """
 
@@ -50,6 +54,37 @@ def search_latency(shard, rng, queries: int, tag: str | None) -> dict:
     return {"p50_ms": round(times[len(times) // 2], 2), "p95_ms": round(times[int(len(times) * 0.95)], 2)}
 
 
+def batch_gil(shard, rng, sizes: list[int]) -> dict:
+    """Per batch size: the call's length and the longest heartbeat gap beside it, in ms."""
+    import threading
+
+    out = {}
+    for size in sizes:
+        requests = [qe.QueryRequest(limit=6, query=qe.Query.Nearest(rng.standard_normal(384).tolist()))
+                    for _ in range(size)]
+        gaps: list[float] = []
+        done = threading.Event()
+
+        def beat():
+            last = time.perf_counter()
+            while not done.is_set():
+                time.sleep(0.01)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+        thread = threading.Thread(target=beat)
+        thread.start()
+        time.sleep(0.05)
+        began = time.perf_counter()
+        shard.query_batch(qe.QueryBatchRequest(requests))
+        took = time.perf_counter() - began
+        time.sleep(0.05)
+        done.set()
+        thread.join()
+        out[size] = {"call_ms": round(took * 1000), "longest_gap_ms": round(max(gaps) * 1000)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.bench.probe_edge_plain", description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=100_000)
@@ -57,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-segment-kb", type=int, help="EdgeOptimizersConfig.max_segment_size")
     parser.add_argument("--segments", type=int, help="EdgeOptimizersConfig.default_segment_number")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--batches", default="", help="comma list of query_batch sizes to time with a heartbeat")
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(1)
@@ -82,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                "segments": args.segments, "load_s": round(load_s, 1), "builds_s": builds,
                "longest_build_s": max(builds, default=0.0), "plain": search_latency(shard, rng, args.queries, None),
                "tagged": search_latency(shard, rng, args.queries, "t7"), "shard": str(shard.info())[:200]}
+        if args.batches:
+            row["batch_gil"] = batch_gil(shard, rng, [int(b) for b in args.batches.split(",")])
         shard.close()
     print(json.dumps(row))
     RESULTS.mkdir(exist_ok=True)

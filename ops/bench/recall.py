@@ -17,6 +17,11 @@ Each scenario also reports the CPU the web process and the graph server spent pe
 restarted with those settings, over the same stores, in the same run: the first variant's
 figures (or the defaults') are ``results``, every variant's are under ``variants``.
 
+``--plain-first`` measures every variant twice in the same run, over the same stores: on the
+shard as loaded (never built: plain segments, each search a scan, as the web keeps a shard up
+to ``EDGE_PLAIN_MAX_POINTS``), then after ``optimize()`` (HNSW); labels end in ``[plain]`` and
+``[built]``. Not with a kept store (``--store`` keeps it built).
+
 ``--store DIR`` keeps each size's stores (both redis-servers' AOF files, the Edge shard with
 its built index) under ``DIR/<size>/`` and reuses them on the next run with the same seed:
 building 100k takes minutes (the HNSW index most of it); measuring takes seconds. Delete the
@@ -224,16 +229,28 @@ def print_table(results: dict[int, dict], variant: str | None = None) -> None:
           "web/fdb cpu = CPU per recall of the web process / the FalkorDB server)")
 
 
-def build(stack: Stack, graph: GraphStore, records: list[MemoryRecord], seed: int, embedder: HashEmbedder) -> dict:
+def build(stack: Stack, graph: GraphStore, records: list[MemoryRecord], seed: int, embedder: HashEmbedder,
+          index: bool = True) -> dict:
     began = time.perf_counter()
     edge = EdgeVectorStore(str(stack.data_dir / "qdrant-edge" / "memories"), embedder.dimensions)
     edge.ensure_collection()
     load(graph, edge, records, [r.id for r in records], random.Random(f"edges-{seed}-{len(records)}"), embedder)
     loaded = time.perf_counter()
-    edge._shard.optimize()  # build the HNSW index before serving, as the web process does off-path
+    if index:
+        edge._shard.optimize()  # build the HNSW index before serving, as the web process does off-path
     edge.close()
     optimized = time.perf_counter()
-    return {"load_s": round(loaded - began, 1), "optimize_s": round(optimized - loaded, 1)}
+    return {"load_s": round(loaded - began, 1), "optimize_s": round(optimized - loaded, 1) if index else None}
+
+
+def build_index(path: Path, dimensions: int) -> float:
+    """``optimize()`` a plain shard (the web stopped); returns seconds spent."""
+    began = time.perf_counter()
+    edge = EdgeVectorStore(str(path), dimensions)
+    edge.ensure_collection()
+    edge._shard.optimize()
+    edge.close()
+    return round(time.perf_counter() - began, 1)
 
 
 def compact_aof(port: int, timeout: float = 600) -> None:
@@ -275,22 +292,27 @@ def run_size(size: int, args, words: list[str], embedder: HashEmbedder,
         else:
             graph = GraphStore(FalkorDB(host="127.0.0.1", port=stack.graph_port), f"memories_{stack.name}")
             graph.ensure_schema()
-            timing = build(stack, graph, records, args.seed, embedder)
+            timing = build(stack, graph, records, args.seed, embedder, index=not args.plain_first)
             if args.store:
                 compact_aof(stack.graph_port)
                 manifest.write_text(json.dumps({"seed": args.seed, "layout": STORE_LAYOUT, "size": size, "build": timing}))
             print(f"{size} memories: loaded in {timing['load_s']} s, index built in {timing['optimize_s']} s", flush=True)
         base_env = dict(stack.extra_env)
         result = {}
-        for label, settings in variants:  # one web process per variant, over the same stores
-            stack.extra_env = {**base_env, **settings}
-            stack.start_web(timeout=300)
-            primed = prime_page_cache(data_dir / "qdrant-edge")
-            print(f"{size} memories: {primed / 2**20:.0f} MiB of Edge shard files read into the page cache", flush=True)
-            result[label] = measure(stack, records, embedder, random.Random(f"queries-{args.seed}"), args.queries,
-                                    servers.graph.process.pid)
-            stack.web.terminate()
-            stack.web.wait(30)
+        for phase in ("plain", "built") if args.plain_first else ("",):
+            if phase == "built":
+                timing["optimize_s"] = build_index(data_dir / "qdrant-edge" / "memories", embedder.dimensions)
+                print(f"{size} memories: index built in {timing['optimize_s']} s", flush=True)
+            for label, settings in variants:  # one web process per variant, over the same stores
+                stack.extra_env = {**base_env, **settings}
+                stack.start_web(timeout=300)
+                primed = prime_page_cache(data_dir / "qdrant-edge")
+                print(f"{size} memories: {primed / 2**20:.0f} MiB of Edge shard files read into the page cache", flush=True)
+                result[f"{label} [{phase}]" if phase else label] = measure(
+                    stack, records, embedder, random.Random(f"queries-{args.seed}"), args.queries,
+                    servers.graph.process.pid)
+                stack.web.terminate()
+                stack.web.wait(30)
     finally:
         stack.stop()
         servers.stop()
@@ -319,13 +341,17 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], metavar="'NAME=VALUE …'",
                         help="measure again with the web process restarted with these settings (repeatable; "
                              "the first is reported as results)")
+    parser.add_argument("--plain-first", action="store_true",
+                        help="measure on the never-built shard, then build the index and measure again")
     args = parser.parse_args()
+    if args.plain_first and args.store:
+        parser.error("--plain-first needs fresh stores (a kept store is built)")
     variants = [(v.strip() or "(defaults)", dict(item.split("=", 1) for item in v.split())) for v in args.variant]
     variants = variants or [("(defaults)", {})]
     sizes = sorted(int(s) for s in args.sizes.split(","))
     words = vocabulary(random.Random(args.seed))
     embedder = HashEmbedder()
-    by_variant: dict[str, dict[int, dict]] = {label: {} for label, _ in variants}
+    by_variant: dict[str, dict[int, dict]] = {}
     timings: dict[int, dict] = {}
     loads: dict[int, dict] = {}
     for size in sizes:
@@ -333,12 +359,12 @@ def main() -> None:
         measured, timings[size] = run_size(size, args, words, embedder, variants)
         loads[size] = {"before": before, "after": load_average()}
         for label, result in measured.items():
-            by_variant[label][size] = result
+            by_variant.setdefault(label, {})[size] = result
             print_table({size: result}, label)  # as it goes: the larger size takes minutes to build
         print(f"load average before/after: {before} / {loads[size]['after']}\n", flush=True)
-    results = by_variant[variants[0][0]]
+    results = next(iter(by_variant.values()))
     print()
-    for label, _ in variants:
+    for label in by_variant:
         print_table(by_variant[label], label)
         print()
     growth = ratios(results)
@@ -353,8 +379,9 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "queries_per_scenario": args.queries, "load": timings, "load_average": loads, "results": results,
         "ratio_largest_to_smallest": growth,
-        "variants": {label: {"settings": settings, "results": by_variant[label], "ratio_largest_to_smallest":
-                             ratios(by_variant[label])} for label, settings in variants},
+        "variants": {key: {"settings": settings, "results": by_variant[key], "ratio_largest_to_smallest":
+                             ratios(by_variant[key])}
+                     for label, settings in variants for key in by_variant if key.split(" [")[0] == label},
     }, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
     print(f"\nwritten {path}")
 

@@ -34,6 +34,12 @@ log = logging.getLogger(__name__)
 # it) for seconds, so operators and the ingest benchmark need to see when one ran.
 INDEX_BUILD_STARTED = "edge index build started"
 INDEX_BUILD_FINISHED = "edge index build finished"
+# qdrant_edge holds the GIL for each call, searches included: ``search_many`` splits a batch so
+# that one call scans about this many unindexed points (and runs at most SEARCH_BATCH_MAX
+# queries), so a SIMILAR_TO batch of hundreds of searches over a plain shard leaves the
+# process's other threads (recall, /health) a turn between calls.
+SEARCH_BATCH_SCAN_POINTS = 1_000_000
+SEARCH_BATCH_MAX = 64
 # What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document):
 # the indexed ones, ``content`` included (its scored text index is keyword search, see
 # pipeline.vectors.edge_text).
@@ -68,7 +74,7 @@ class EdgeVectorStore:
     backend = "qdrant-edge"
 
     def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0,
-                 payload_memory: str = "pinned", text_backfill: bool = False):
+                 payload_memory: str = "pinned", text_backfill: bool = False, plain_max_points: int = 0):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -78,6 +84,12 @@ class EdgeVectorStore:
         # storage each fresh point costs a read, from RAM next to nothing (docs/recall.md).
         self._payload_memory = payload_memory
         self._optimize_min_changes = optimize_min_changes
+        # Up to this many points the shard is never built (0: always built): its segments stay
+        # plain and a search scans them, because qdrant_edge holds the GIL for a whole HNSW
+        # build and the process that owns the shard (the web) answers nothing meanwhile.
+        self._plain_max_points = plain_max_points
+        # A payload-placement change is applied only by a rebuild: that one build runs at any size.
+        self._conversion_due = False
         self._changes = 0
         self._optimize_quiet_s = optimize_quiet_s
         self._last_change = 0.0
@@ -122,6 +134,7 @@ class EdgeVectorStore:
                 # Edge converts existing segments only when it rebuilds them: ask for one
                 # index build, which the maintenance thread runs once writes are quiet.
                 self._changes = max(self._changes, self._optimize_min_changes)
+                self._conversion_due = True
             try:
                 self._shard = qe.EdgeShard.load(self._path, config)
             except Exception as exc:  # the binding raises a generic runtime error
@@ -236,13 +249,27 @@ class EdgeVectorStore:
             return qe.QueryRequest(limit=query.limit, query=qe.Query.Nearest(query.vector),
                                    filter=self._filter(query, exclusions), with_payload=with_payload)
 
-        results = list(self._shard.query_batch(qe.QueryBatchRequest([request(q, False) for q in queries])))
+        step = self._search_batch_size()
+
+        def batched(requests: list) -> list:
+            out: list = []
+            for start in range(0, len(requests), step):  # each call holds the GIL: see SEARCH_BATCH_SCAN_POINTS
+                out += self._shard.query_batch(qe.QueryBatchRequest(requests[start:start + step]))
+            return out
+
+        results = batched([request(q, False) for q in queries])
         again = [i for i, (q, hits) in enumerate(zip(queries, results)) if any(is_excluded(h.payload, q.scope) for h in hits)]
         if again:
-            rerun = self._shard.query_batch(qe.QueryBatchRequest([request(queries[i], True) for i in again]))
+            rerun = batched([request(queries[i], True) for i in again])
             for i, hits in zip(again, rerun):
                 results[i] = hits
         return [[_edge_hit(h, q.with_payload) for h in hits] for q, hits in zip(queries, results)]
+
+    def _search_batch_size(self) -> int:
+        """Queries per ``query_batch`` call: fewer the more unindexed points each one scans."""
+        info = self._shard.info()
+        unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count))
+        return max(1, min(SEARCH_BATCH_MAX, SEARCH_BATCH_SCAN_POINTS // unindexed))
 
     def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None:
         """The ``limit`` best BM25 matches of ``text`` in scope, with payloads and vectors.
@@ -306,17 +333,29 @@ class EdgeVectorStore:
     def ping(self) -> bool:
         return self._shard is not None
 
+    def stays_plain(self) -> bool:
+        """Is the shard small enough to be left unbuilt (``plain_max_points``)?"""
+        if not self._plain_max_points or self._conversion_due:
+            return False
+        return int(self._shard.info().points_count) <= self._plain_max_points  # info(): microseconds
+
+    def indexed_points(self) -> int:
+        """Points whose vectors an HNSW index holds (0 on a shard that was never built)."""
+        return int(self._shard.info().indexed_vectors_count)
+
     def build_due(self) -> bool:
-        """Would ``maintain`` build the index now (enough changes, writes quiet)?"""
+        """Would ``maintain`` build the index now (enough changes, writes quiet, past the plain size)?"""
         return (self._changes >= self._optimize_min_changes
-                and time.monotonic() - self._last_change >= self._optimize_quiet_s)
+                and time.monotonic() - self._last_change >= self._optimize_quiet_s
+                and not self.stays_plain())
 
     def pending_changes(self) -> int:
         """Points written or deleted since the last index build (what the next one indexes)."""
         return self._changes
 
     def maintain(self) -> None:
-        """Build the HNSW index when enough has changed. Blocks: call it off the request path."""
+        """Build the HNSW index when enough has changed and the shard is past its plain size.
+        Blocks: call it off the request path."""
         if not self._text_ready and self._text_backfill and self._optimize_lock.acquire(blocking=False):
             try:  # an older shard's one-off migration (pipeline.vectors.edge_text)
                 self.backfill_text()
@@ -328,6 +367,8 @@ class EdgeVectorStore:
         # would stall every upsert behind it, so wait until writes have paused.
         if time.monotonic() - self._last_change < self._optimize_quiet_s:
             return
+        if self.stays_plain():
+            return  # the changes stay counted: the first build past the plain size indexes them
         if not self._optimize_lock.acquire(blocking=False):
             return
         try:
@@ -336,6 +377,7 @@ class EdgeVectorStore:
             log.info(INDEX_BUILD_STARTED, extra={"changes": changes})
             self._shard.optimize()
             self._shard.flush()
+            self._conversion_due = False
             log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - started, 2)})
         finally:
             self._optimize_lock.release()

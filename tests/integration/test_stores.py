@@ -335,7 +335,8 @@ def test_edge_payloads_in_ram_and_a_cold_shard_converted_at_its_next_index_build
     cold.close()
     assert _segment_payload_storage(path) == {"mmap"}
 
-    store = EdgeVectorStore(path, SIZE, optimize_min_changes=500)
+    # below its plain size too: the conversion is the one build a plain shard gets
+    store = EdgeVectorStore(path, SIZE, optimize_min_changes=500, plain_max_points=1000)
     store.ensure_collection()
     shard = store._shard = _CountingShard(store._shard)
     store.maintain()  # no writes since opening: only the conversion asks for the build
@@ -437,3 +438,55 @@ def test_an_older_edge_shard_is_migrated_once_by_maintenance(tmp_path, monkeypat
     reopened.ensure_collection()
     assert reopened.text_ready  # the marker says so: no second migration
     reopened.close()
+
+
+def test_an_edge_shard_below_its_plain_size_is_never_built_and_still_answers(tmp_path, monkeypatch):
+    """Up to EDGE_PLAIN_MAX_POINTS the shard's segments stay plain (an HNSW build holds the GIL,
+    so the web would answer nothing meanwhile): maintenance runs no optimize(), nothing is
+    indexed, and dense search, filters, exclusions and BM25 text search answer from the scan.
+    Past the plain size the index is built as before."""
+    import numpy as np
+
+    dims, count = 384, 7000  # past Qdrant's default indexing threshold (10,000 KB of vectors)
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((count, dims)).astype("float32")
+    store = EdgeVectorStore(str(tmp_path / "shard"), dims, optimize_min_changes=1, plain_max_points=count + 1)
+    store.ensure_collection()
+    shard = store._shard = _CountingShard(store._shard)
+
+    def memory(i: int) -> VectorPoint:
+        payload = vector_payload({"id": f"m{i}", "content": TEXTS["other"] if i else TEXTS["paint"],
+                                  "tags": [f"chat:{i % 50}"], "type": "Context", "importance": 0.5,
+                                  "timestamp": "2025-01-01T00:00:00+00:00", "archived": i == 1})
+        return VectorPoint(f"m{i}", vectors[i].tolist(), payload)
+
+    for start in range(0, count, 1000):
+        store.upsert([memory(i) for i in range(start, start + 1000)])
+    store.delete(["m2"])
+    assert not store.build_due()
+    store.maintain()
+    assert shard.optimize_threads == [] and store.indexed_points() == 0 and store.pending_changes() == count + 1
+    assert store.count() == count - 1
+
+    assert ids(store.search(VectorQuery(vectors[5].tolist(), 1))) == ["m5"]
+    tagged = store.search(VectorQuery(vectors[5].tolist(), 5, Scope(TagFilter(("chat:7",)))))
+    assert len(tagged) == 5 and {h.payload["tags"][0] for h in tagged} == {"chat:7"}
+    assert ids(store.search(VectorQuery(vectors[1].tolist(), 1, Scope(TagFilter(("chat:1",)))))) != ["m1"]  # archived
+    assert ids(store.search(VectorQuery(vectors[2].tolist(), 1))) != ["m2"]  # deleted
+    assert [ids(hits) for hits in store.search_many([VectorQuery(vectors[i].tolist(), 1) for i in (3, 4)])] == [["m3"], ["m4"]]
+    # a batch split into one call per query (each call holds the GIL): same answers, same order
+    from pipeline.vectors import edge as edge_store
+    monkeypatch.setattr(edge_store, "SEARCH_BATCH_SCAN_POINTS", count // 2)
+    assert store._search_batch_size() == 1
+    batch = store.search_many([VectorQuery(vectors[i].tolist(), 1, Scope(TagFilter((f"chat:{i}",)))) for i in (1, 3, 4, 6)])
+    assert len(batch[0]) == 1 and ids(batch[0]) != ["m1"]  # archived: run again with the exclusions
+    assert [ids(hits) for hits in batch[1:]] == [["m3"], ["m4"], ["m6"]]
+    assert ids(store.text_search("caroline painting", Scope(), 5)) == ["m0"]
+
+    store._plain_max_points = count - 2  # the store has grown past its plain size: built as before
+    assert store.build_due()
+    store.maintain()
+    assert len(shard.optimize_threads) == 1 and store.indexed_points() > 0
+    assert ids(store.search(VectorQuery(vectors[5].tolist(), 1))) == ["m5"]
+    assert ids(store.text_search("caroline painting", Scope(), 5)) == ["m0"]
+    store.close()

@@ -72,3 +72,12 @@ def test_the_persist_stage_packs_edge_payloads_that_the_vector_stage_writes_as_t
     assert isinstance(payload, PackedPayload) and EdgeVectorStore._pack(payload) is payload  # not packed twice
     assert plain_payload(payload) == vector_payload(memory)  # what a server backend would be given
     assert _payload(plain) == plain["payload"]  # messages queued before this change still work
+
+
+def test_the_embedded_store_gets_its_plain_size_from_the_settings():
+    from pipeline.config import Settings
+    from pipeline.vectors import EdgeVectorStore, build_vector_store
+
+    store = build_vector_store(Settings(edge_plain_max_points=1234), 8)  # nothing opened yet
+    assert isinstance(store, EdgeVectorStore) and store._plain_max_points == 1234
+    assert Settings().edge_plain_max_points == 200_000  # the default: a shard this small is never built

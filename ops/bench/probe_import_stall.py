@@ -1,0 +1,108 @@
+"""Recall and ``/health`` latency while a batch import grows the Edge shard, per setting variant.
+
+    python -m ops.bench.probe_import_stall --memories 60000 \\
+        --variant 'EDGE_PLAIN_MAX_POINTS=0' --variant ''
+
+For each ``--variant`` (settings for the service, in order; ``''`` = the defaults), in one run:
+start the embedded default (``python -m ops.serve``, hash provider) in a scratch dir, recall
+every 100 ms and read ``/health`` every second (``ops.bench.lifecycle.Prober``) while
+``--memories`` real texts go through ``POST /memory/batch``, then ``--after`` seconds more, for
+as long as an Edge index build is running (the build the web starts once writes are quiet falls
+inside the probe; enrichment and SIMILAR_TO catch up meanwhile). Latency per phase: ``import``
+(until every memory is recallable) and ``after``; the Edge index builds the web logged, with
+their length. Prints one JSON object per variant and writes
+``ops/bench/results/probe_import_stall.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from ops.bench.embedded import EmbeddedService
+from ops.bench.lifecycle import (DATA, Prober, background_done, health, latency_summary, questions, real_bodies,
+                                 send_batches, wait_for, write_path_done)
+from ops.bench.real import conversation_turns, slack_texts
+from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def builds(service: EmbeddedService) -> tuple[int, list[float]]:
+    """(builds started, lengths in s of those finished), from the service's log."""
+    log = (service.data_dir / "serve.log").read_text(errors="replace")
+    started = log.count(INDEX_BUILD_STARTED)
+    finished = [float(m) for m in re.findall(re.escape(INDEX_BUILD_FINISHED) + r'.*?"seconds": ?([0-9.]+)', log)]
+    return started, finished
+
+
+def run_variant(settings: dict[str, str], bodies: list[dict], queries: list[str], args) -> dict:
+    service = EmbeddedService(env_overrides={"EMBEDDING_PROVIDER": "hash", **settings})
+    report: dict = {"settings": settings, "load_before": [round(x, 2) for x in os.getloadavg()]}
+    prober = None
+    try:
+        service.start(timeout=300)
+        prober = Prober(service, queries)
+        prober.phase = "import"
+        prober.start()
+        started = time.monotonic()
+        send_batches(service, bodies)
+        report["accepted_s"] = round(time.monotonic() - started, 1)
+        wait_for(service, write_path_done(len(bodies)), args.timeout, "recallable")
+        report["recallable_s"] = round(time.monotonic() - started, 1)
+        prober.phase = "after"
+        until = time.monotonic() + args.after
+        while time.monotonic() < until and time.monotonic() - started < args.timeout:
+            begun, finished = builds(service)
+            if begun > len(finished):
+                until = max(until, time.monotonic() + 5)  # a build is running: probe until it ends
+            time.sleep(1)
+        report["background_done"] = background_done(health(service))
+        prober.stop()
+        report["phases"] = prober.summary()
+        rows = [(s, status) for _, kind, s, status in prober.samples if kind == "recall"]
+        checks = [(s, status) for _, kind, s, status in prober.samples if kind == "health"]
+        report["all"] = {"recall": latency_summary(rows, ok=(200,)), "health": latency_summary(checks, ok=(200,))}
+        begun, finished = builds(service)
+        report["index_builds"] = {"started": begun, "seconds": finished}
+        h = health(service)
+        report["vector_count"] = h.get("vector_count")
+        report["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    finally:
+        if prober and prober.is_alive():
+            prober.stop()
+        service.stop()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.bench.probe_import_stall", description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=60_000)
+    parser.add_argument("--variant", action="append", default=[], metavar="'NAME=VALUE …'",
+                        help="service settings for one run (repeatable, run in order; '' = defaults)")
+    parser.add_argument("--after", type=float, default=120.0,
+                        help="seconds to keep probing once every memory is recallable (longer while a build runs)")
+    parser.add_argument("--timeout", type=float, default=3600.0)
+    args = parser.parse_args(argv)
+    variants = [dict(item.split("=", 1) for item in v.split()) for v in (args.variant or [""])]
+    texts = [t for name in ("r-contributors", "houstondatavis") for t in slack_texts(DATA / "slack-dev" / name)]
+    texts += [t["content"] for t in conversation_turns(10**6)]
+    bodies = real_bodies(texts, args.memories)
+    queries = questions(200)
+    reports = []
+    for settings in variants:
+        reports.append(run_variant(settings, bodies, queries, args))
+        print(json.dumps(reports[-1]), flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / "probe_import_stall.json"
+    out.write_text(json.dumps({"memories": args.memories, "variants": reports}, indent=2))
+    print(f"written {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
