@@ -21,29 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.errors import ConfigurationError
 from pipeline.recall_profiles import RecallProfile, ScoringWeights
-from pipeline.settings_groups import (
-    GROUPS,
-    ApiSettings,
-    BackgroundTuning,
-    ConsolidationSettings,
-    EmbeddingSettings,
-    EnrichmentDetailSettings,
-    EnrichmentSettings,
-    IndexBuildTuning,
-    InputLimitSettings,
-    MaintenanceSettings,
-    ObservabilitySettings,
-    ProcessSettings,
-    RankingSettings,
-    RecallSettings,
-    RecallTuning,
-    SettingsGroup,
-    SlackDetailSettings,
-    SlackSettings,
-    StoreSettings,
-    WorkerSettings,
-    WritePathTuning,
-)
+from pipeline.settings_groups import GROUPS, SettingsGroup
 
 __all__ = ["ContextBonuses", "RecallProfile", "ScoringWeights", "Settings", "SettingsGroup", "get_settings", "is_loopback"]
 
@@ -81,28 +59,7 @@ class ContextBonuses(BaseModel, frozen=True):
     priority: float
 
 
-class Settings(
-    BaseSettings,
-    ApiSettings,
-    StoreSettings,
-    EmbeddingSettings,
-    WorkerSettings,
-    RecallSettings,
-    EnrichmentSettings,
-    MaintenanceSettings,
-    SlackSettings,
-    ObservabilitySettings,
-    InputLimitSettings,
-    RankingSettings,
-    ConsolidationSettings,
-    EnrichmentDetailSettings,
-    SlackDetailSettings,
-    ProcessSettings,
-    WritePathTuning,
-    IndexBuildTuning,
-    BackgroundTuning,
-    RecallTuning,
-):
+class Settings(BaseSettings, *GROUPS):
     """Every setting, read from the environment by its flat name (the groups only sort them)."""
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
