@@ -203,6 +203,7 @@ class RankingSettings(SettingsGroup):
     recall_vector_fetch_cap: int = Field(200, ge=1, description="Upper bound on vector candidates fetched.")
     recall_metadata_search_enabled: bool = Field(True, description="Admit candidates whose metadata values match the query (the metadata sidecar).")
     recall_metadata_min_match: float = Field(0.5, ge=0, le=1, description="Share of query keywords the metadata must contain for the sidecar to admit a memory.")
+    recall_query_nameless_weight: float = Field(_TUNED.query_nameless_weight, ge=0.0, le=4.0, description="With a text query that names someone (a capitalised word not opening a sentence): the query is also embedded without its names and searched with the normalised sum of both vectors, this weight on the second (one provider call for both; 0 = off). In chats the short messages that only name a person otherwise outrank the answers.")
     recall_relation_limit: int = Field(5, ge=1, le=200, description="Default relations followed per seed (relation_limit).")
     recall_expansion_limit: int = Field(25, ge=1, le=500, description="Default cap on expanded memories (expansion_limit).")
     recall_entity_search_limit: int = Field(5, ge=1, le=20, description="Entities searched by expand_entities (up to this many, each up to 5 memories).")
@@ -229,6 +230,7 @@ class RankingSettings(SettingsGroup):
     search_weight_temporal: float = Field(_TUNED.weights.temporal, description="Weight of the relative-recency re-rank.")
     search_weight_lexical: float = Field(_TUNED.weights.lexical, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off).")
     search_weight_time_mention: float = Field(_TUNED.weights.time_mention, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off.")
+    search_weight_date_match: float = Field(_TUNED.weights.date_match, ge=0.0, description="Bonus for a candidate whose timestamp falls in a day or month the query names ('on 7 Jan 2024', 'May 3, 2023', 'in October 2023'; the day and the next, the month and its next 3 days); absolute dates only; 0 = off.")
     search_weight_neighbour: float = Field(_TUNED.weights.neighbour, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off).")
     search_weight_neighbour_far: float = Field(_TUNED.weights.neighbour_far, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off).")
 

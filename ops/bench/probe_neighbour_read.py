@@ -34,8 +34,14 @@ FORMS = {
     "two apart, filter in MATCH (before)": (
         "UNWIND $ids AS id MATCH (a:Memory {id: id})-[:PRECEDED_BY]->(:Memory)-[:PRECEDED_BY]->(b:Memory) "
         "WHERE b.id IN $ids RETURN DISTINCT a.id, b.id"),
-    "one step, filter after WITH (shipped)": neighbours._ONE_STEP,
-    "one and two steps, filter after WITH (shipped)": neighbours._UP_TO_TWO_STEPS,
+    "one step, filter after WITH": neighbours._ONE_STEP,
+    "one and two steps, filter after WITH": neighbours._UP_TO_TWO_STEPS,
+    "the same + the members without an edge (WHERE NOT, UNION ALL)": (
+        "UNWIND $ids AS id MATCH p = (a:Memory {id: id})-[:PRECEDED_BY*1..2]->(b:Memory) "
+        "WITH a, b, length(p) AS steps WHERE b.id IN $ids RETURN DISTINCT a.id AS x, b.id AS y, steps AS z "
+        "UNION ALL UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE NOT (m)-[:PRECEDED_BY]-() "
+        "RETURN m.id AS x, m.arrival AS y, -1 AS z"),
+    "the same + every member's arrival (UNION ALL, shipped)": neighbours._CHAINED_AND_ARRIVALS % 2,
 }
 
 

@@ -32,7 +32,8 @@ from ops.bench.quality import DEFAULT_DATA
 from ops.bench.locomo import SCORED_CATEGORIES, conversation_tag, load, questions
 from pipeline.config import RecallProfile
 from pipeline.query.scoring import WEIGHTED_COMPONENTS
-from pipeline.query.when import asks_when, states_time
+from pipeline.query.filters import parse_epoch
+from pipeline.query.when import asks_when, in_periods, named_periods, states_time
 
 _DIA = re.compile(r"D(\d+):(\d+)")
 
@@ -48,6 +49,7 @@ def dump(url: str, token: str | None, limit: int, params: dict[str, str], data: 
             results = [{
                 "dia": r["memory"].get("metadata", {}).get("dia_id"),
                 "content": r["memory"].get("content") or "",
+                "timestamp": r["memory"].get("timestamp"),
                 "components": {k: v for k, v in r["score_components"].items()
                                if isinstance(v, (int, float)) and not isinstance(v, bool)},
             } for r in response.json()["results"]]
@@ -56,6 +58,31 @@ def dump(url: str, token: str | None, limit: int, params: dict[str, str], data: 
 
         with ThreadPoolExecutor(2) as pool:
             return list(pool.map(one, qs))
+
+
+def dump_own_stack(limit: int, params: dict[str, str], data: Path) -> list[dict]:
+    """``dump`` against a fresh stack of its own, ``data`` ingested as ``ops.bench.quality`` does."""
+    import tempfile
+
+    from ops.bench.quality import ingest, wait_indexed, wait_settled
+    from ops.bench.real import shipped_env
+    from ops.bench.stack import API_TOKEN, Servers, Stack
+    from pipeline.config import Settings
+
+    servers = Servers.start(Path(tempfile.mkdtemp(prefix="mempipe-sim-")))
+    stack = Stack.create(servers, **shipped_env())
+    try:
+        stack.start_web(timeout=300)
+        stack.start_worker(threads=Settings.model_fields["worker_threads"].default)
+        stack.start_enrich_worker()
+        with stack.client(timeout=300) as api:
+            count = ingest(api, load(data))
+            wait_indexed(api, count)
+            wait_settled(api)
+        return dump(stack.url, API_TOKEN, limit, params, data)
+    finally:
+        stack.stop()
+        servers.stop()
 
 
 def _adjacent(dia: str | None, steps: int = 1) -> list[str]:
@@ -71,12 +98,15 @@ def rank(question: dict, weights: dict[str, float]) -> list[str]:
     results = question["results"]
     scores = []
     when = asks_when(question["query"])
+    periods = named_periods(question["query"]) if weights.get("date_match") else ()
     for result in results:
         c = result["components"]
         score = sum(weights[name] * c.get(name, 0.0) for name in WEIGHTED_COMPONENTS)
         score += c.get("context", 0.0) + weights["lexical"] * c.get("lexical", 0.0)
         if when:
             score += weights["time_mention"] * (1.0 if states_time(result["content"]) else 0.0)
+        if periods and in_periods(parse_epoch(result.get("timestamp")), periods):
+            score += weights.get("date_match", 0.0)
         scores.append(score)
     by_dia = {r["dia"]: s for r, s in zip(results, scores)}
     def best(dia: str | None, steps: int) -> float:
@@ -106,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     take = commands.add_parser("dump")
-    take.add_argument("--url", required=True)
+    take.add_argument("--url", help="a running mempipe; default: start a stack (shipped settings, local model), ingest --data, dump, stop")
     take.add_argument("--token")
     take.add_argument("--limit", type=int, default=50)
     take.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="extra /recall parameter")
@@ -119,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "dump":
-        pools = dump(args.url, args.token, args.limit, dict(p.split("=", 1) for p in args.param), args.data)
+        params = dict(p.split("=", 1) for p in args.param)
+        if args.url:
+            pools = dump(args.url, args.token, args.limit, params, args.data)
+        else:
+            pools = dump_own_stack(args.limit, params, args.data)
         args.out.write_bytes(orjson.dumps(pools))
         print(f"{len(pools)} questions, up to {args.limit} results each → {args.out}")
         return 0

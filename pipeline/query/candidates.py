@@ -17,6 +17,7 @@ from pipeline.embedding import Embedder, HashEmbedder
 from pipeline.graph import GraphStore, Scope, metadata_search_text
 from pipeline.query.keywords import fulltext_terms, stem
 from pipeline.query.lexical import PoolBM25
+from pipeline.query.names import without_names
 from pipeline.vectors import VectorQuery, VectorStore
 
 log = logging.getLogger(__name__)
@@ -84,10 +85,21 @@ class CandidateSources:
     def graph(self) -> GraphStore:
         return self._graph()
 
-    def query_vector(self, text: str, status: VectorStatus) -> list[float]:
-        """The query's embedding; when the provider fails, the spec's deterministic placeholder."""
+    def query_vector(self, text: str, status: VectorStatus, nameless_weight: float = 0.0) -> list[float]:
+        """The query's embedding; when the provider fails, the spec's deterministic placeholder.
+
+        With ``nameless_weight`` and a query that names someone, the normalised sum of the
+        query's vector and ``nameless_weight`` × the vector of the query without its names
+        (``names.py``), both from one provider call.
+        """
         try:
-            return self._embedder().embed([text])[0]
+            nameless = without_names(text) if nameless_weight > 0 else None
+            if nameless is None:
+                return self._embedder().embed([text])[0]
+            plain, other = self._embedder().embed([text, nameless])
+            combined = np.asarray(plain, dtype=np.float64) + nameless_weight * np.asarray(other, dtype=np.float64)
+            norm = float(np.linalg.norm(combined))
+            return (combined / norm).tolist() if norm else list(plain)
         except Exception as exc:
             log.warning("embedding the query failed (%s); using a placeholder vector", exc)
             status.embedding_fallback = True

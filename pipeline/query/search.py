@@ -24,7 +24,7 @@ from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
 from pipeline.query.state import StateReport, resolve_heads, validity_reason
-from pipeline.query.when import asks_when, states_time
+from pipeline.query.when import asks_when, in_periods, named_periods, states_time
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ class SearchPolicy:
     scoped_fetch_factor: int
     keyword_per_result: int
     keyword_source: str
+    nameless_weight: float  # the query also embedded without its names (query/names.py)
+    scope_prefixes: tuple[str, ...]  # the neighbour read pairs a batch's turns before enrichment chains them
     lexical: PoolBM25 = field(default_factory=PoolBM25)
 
     @classmethod
@@ -64,6 +66,8 @@ class SearchPolicy:
             scoped_fetch_factor=settings.recall_scoped_fetch_factor,
             keyword_per_result=settings.recall_keyword_per_result,
             keyword_source=settings.recall_keyword_source,
+            nameless_weight=settings.recall_query_nameless_weight,
+            scope_prefixes=settings.scope_prefixes,
         )
 
     def fetch_size(self, limit: int, scoped: bool) -> int:
@@ -131,7 +135,9 @@ class QuerySearch:
             order = "importance" if sort == "score" else ("time_asc" if sort.endswith("_asc") else "time_desc")
             return self._sources.trending(ctx.scope, request.limit, order)
 
-        vector = request.embedding if request.embedding is not None else self._sources.query_vector(text, ctx.vector_status)
+        vector = request.embedding
+        if vector is None:
+            vector = self._sources.query_vector(text, ctx.vector_status, self._policy.nameless_weight)
         ctx.query_vectors[text] = vector
         sidecar = None
         if text and self._policy.metadata_enabled:
@@ -235,6 +241,8 @@ class QuerySearch:
         if lexical and text and weight > 0 and pool:
             bm25 = self._policy.lexical.scores(text, [c.memory.get("content") or "" for c in pool])
         time_weight = self._policy.weights.time_mention if lexical and asks_when(text) else 0.0
+        date_weight = self._policy.weights.date_match
+        periods = named_periods(text) if lexical and date_weight > 0 else ()
         rows = []
         for index, candidate in enumerate(pool):
             components = score_components(
@@ -251,6 +259,9 @@ class QuerySearch:
             if time_weight > 0:  # a key of its own too: present on every candidate of a when-question
                 components["time_mention"] = 1.0 if states_time(candidate.memory.get("content")) else 0.0
                 total += time_weight * components["time_mention"]
+            if periods:  # the query names a day or month: present on every candidate then
+                components["date_match"] = 1.0 if in_periods(_timestamp_epoch(candidate.memory), periods) else 0.0
+                total += date_weight * components["date_match"]
             if candidate.match_type == "entity_expansion":
                 components["entity_expansion"] = self._policy.entity_score
                 total += components["entity_expansion"]
@@ -302,7 +313,9 @@ class QuerySearch:
         near, far = self._policy.weights.neighbour, self._policy.weights.neighbour_far
         if text and sort == "score" and (near > 0 or far > 0):  # the pool before the state check
             try:
-                chained = chained_pairs(self._sources.graph, [c.id for c in pool], 2 if far > 0 else 1)
+                members = {c.id: (_timestamp_epoch(c.memory), c.memory.get("tags") or []) for c in pool}
+                chained = chained_pairs(self._sources.graph, [c.id for c in pool], 2 if far > 0 else 1,
+                                        self._policy.scope_prefixes, members)
             except Exception as exc:  # a ranking refinement: recall answers without it
                 log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
         pool = self.apply_state(pool, ctx)
@@ -312,6 +325,12 @@ class QuerySearch:
             apply_neighbour_bonus(rows, chained.adjacent, near, chained.two_apart, far)
         order_rows(rows, sort)
         return rows, fetched
+
+
+def _timestamp_epoch(memory: dict[str, Any]) -> float | None:
+    """When the memory was written (its ``timestamp``), as epoch seconds."""
+    value = memory.get("timestamp_epoch")
+    return float(value) if isinstance(value, (int, float)) else parse_epoch(memory.get("timestamp"))
 
 
 def order_rows(rows: list[Scored], sort: str) -> None:

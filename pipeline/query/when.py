@@ -16,6 +16,7 @@ query, a word-by-word look at each candidate's content (cached: memories recur a
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from functools import lru_cache
 
 # The question opens by asking for a time: "When did…", "How long ago…", "What year…".
@@ -59,3 +60,68 @@ def states_time(content: str | None) -> bool:
         if word == "couple" and following == "of" and index + 2 < len(words) and words[index + 2] in _UNITS:
             return True
     return False
+
+
+# --- Dates the query names ------------------------------------------------------------------
+# "What did she buy on 7 Jan 2024?", "Who did Maria have dinner with on May 3, 2023?", "What
+# setback did Melanie face in October 2023?": the question names when, and the memories that
+# tell it were written then (a chat's turns carry their message's time). A candidate whose
+# timestamp falls in the named day (or the day after: "yesterday I…") or month (or the first
+# days after it) gains SEARCH_WEIGHT_DATE_MATCH. Only absolute dates: a relative one ("last
+# week") is relative to when the question is asked, which the memories' times need not share.
+_MONTH_NUMBERS = {name: number for number, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+    ("december", "dec")), start=1) for name in names}
+_MONTH = r"(" + "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR4 = r"((?:19|20)\d\d)"
+_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR4}\b", re.IGNORECASE)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR4}\b", re.IGNORECASE)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+{_YEAR4}\b", re.IGNORECASE)
+_ISO_DAY = re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")
+DAY_SPAN_S = 2 * 86_400  # the day and the next: "yesterday" told the day after
+MONTH_GRACE_S = 3 * 86_400  # a month's events told in the first days of the next
+
+
+def _day_window(year: int, month: int, day: int) -> tuple[float, float] | None:
+    try:
+        start = datetime(year, month, day, tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+    return start, start + DAY_SPAN_S
+
+
+def _month_window(year: int, month: int) -> tuple[float, float]:
+    start = datetime(year, month, 1, tzinfo=timezone.utc).timestamp()
+    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=timezone.utc).timestamp()
+    return start, end + MONTH_GRACE_S
+
+
+@lru_cache(maxsize=4096)
+def named_periods(query: str | None) -> tuple[tuple[float, float], ...]:
+    """The [start, end) epoch windows of the absolute days and months ``query`` names (UTC)."""
+    if not query or not any(ch.isdigit() for ch in query):
+        return ()
+    windows: list[tuple[float, float]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
+        for match in pattern.finditer(query):
+            values = dict(zip(order, match.groups()))
+            window = _day_window(int(values["y"]), _MONTH_NUMBERS[values["m"].lower()], int(values["d"]))
+            if window:
+                windows.append(window)
+                taken.append(match.span())
+    for match in _ISO_DAY.finditer(query):
+        window = _day_window(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        if window:
+            windows.append(window)
+            taken.append(match.span())
+    for match in _MONTH_YEAR.finditer(query):
+        if not any(start <= match.start() < end for start, end in taken):  # "May 3, 2023" is a day, not May
+            windows.append(_month_window(int(match.group(2)), _MONTH_NUMBERS[match.group(1).lower()]))
+    return tuple(windows)
+
+
+def in_periods(epoch: float | None, windows: tuple[tuple[float, float], ...]) -> bool:
+    return epoch is not None and any(start <= epoch < end for start, end in windows)

@@ -266,6 +266,27 @@ def test_chained_pairs_reads_both_distances_in_one_query(servers):
     assert chained_pairs(store, ["t0"], steps=2).adjacent == []
 
 
+def test_chained_pairs_pairs_a_batch_before_enrichment_chains_it(servers):
+    """With scope prefixes the one read also pairs members by their batch arrival."""
+    from pipeline.query.neighbours import chained_pairs
+
+    store = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), f"chain_{uuid.uuid4().hex[:6]}")
+    store.ensure_schema()
+    records = [build_new_record({"content": f"turn {i}", "id": f"u{i}", "tags": ["conversation:a"]}, LIMITS)
+               for i in range(5)]
+    for index, record in enumerate(records):
+        record.arrival = 1_000 + index  # one batch: one clock reading plus the item's index
+    store.upsert_memories(records)
+    store._query("MATCH (a:Memory {id: 'u1'}), (b:Memory {id: 'u0'}) CREATE (a)-[:PRECEDED_BY {scope: 'conversation:a'}]->(b)", {})
+    pool = ["u0", "u1", "u2", "u3", "u4"]
+    members = {r.id: (0.0, ["conversation:a"]) for r in records}
+    pairs = chained_pairs(store, pool, steps=2, scope_prefixes=("conversation",), members=members)
+    # u1-u0 is chained (and a batch pair too: counted once); the rest are batch pairs only
+    assert sorted(pairs.adjacent) == [("u1", "u0"), ("u2", "u1"), ("u3", "u2"), ("u4", "u3")]
+    assert sorted(pairs.two_apart) == [("u2", "u0"), ("u3", "u1"), ("u4", "u2")]
+    assert chained_pairs(store, pool, steps=2).adjacent == [("u1", "u0")]  # without prefixes: edges only
+
+
 class _CountingShard:
     """The real Edge shard, with each optimize() call recorded with the thread that made it."""
 

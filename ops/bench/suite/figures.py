@@ -112,6 +112,16 @@ def maintenance(data: dict) -> dict:
 
 
 def quality(data: dict) -> dict:
+    if "corpora" in data:  # one store per corpus (issue 23): the idle pass, the after-write pass, the cost
+        return {"settings": data.get("settings"), "corpora": [{
+            "corpus": c.get("corpus"), "conversations": len(c.get("conversations") or []), "memories": c.get("memories"),
+            "questions": (c.get("idle") or {}).get("questions"), "summary": (c.get("idle") or {}).get("summary") or {},
+            "after_write": ((c.get("after_write") or {}).get("summary") or {}).get("overall"),
+            "texts_per_memory": (c.get("embedded") or {}).get("texts_per_memory"),
+            "cpu_ms_per_memory": c.get("cpu_ms_per_memory") or {},
+            "recall_p50_ms": (c.get("idle") or {}).get("recall_p50_ms"),
+            "recall_p95_ms": (c.get("idle") or {}).get("recall_p95_ms"),
+        } for c in data["corpora"]]}
     return {k: data.get(k) for k in ("memories", "questions", "provider", "ingest_seconds", "mean_recall_ms", "settings")} | {
         "conversations": len(data.get("conversations") or []), "summary": data.get("summary") or {}}
 

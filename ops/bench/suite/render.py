@@ -140,7 +140,28 @@ def maintenance(f: dict, _ratios: dict) -> list[str]:
 QUALITY_METRICS = ("recall@1", "recall@5", "recall@10", "hit@5", "mrr")
 
 
+def _quality_table(summary: dict) -> list[str]:
+    lines = ["| category | questions | recall@1 | recall@5 | recall@10 | hit@5 | MRR |", "|---|---|---|---|---|---|---|"]
+    for name in [n for n in summary if n != "overall"] + (["overall"] if "overall" in summary else []):
+        row = summary[name]
+        label = f"**{name}**" if name == "overall" else name
+        lines.append(f"| {label} | {num(row.get('questions'))} | " + " | ".join(num(row.get(m), 3) for m in QUALITY_METRICS) + " |")
+    return lines
+
+
 def quality(f: dict, _ratios: dict) -> list[str]:
+    if "corpora" in f:
+        lines: list[str] = []
+        for c in f["corpora"]:
+            after, cpu = c.get("after_write") or {}, c.get("cpu_ms_per_memory") or {}
+            lines += [f"**{c.get('corpus')}** ({num(c.get('conversations'))} conversations, {num(c.get('memories'))} turns, "
+                      f"{num(c.get('questions'))} questions), once the pipeline is idle:", ""]
+            lines += _quality_table(c.get("summary") or {})
+            lines += ["", f"Right after the last write (before enrichment): recall@5 {num(after.get('recall@5'), 3)}, "
+                          f"recall@10 {num(after.get('recall@10'), 3)}. Cost per memory: {num(c.get('texts_per_memory'), 2)} "
+                          f"embedded texts, CPU {num(cpu.get('workers'))} ms workers + {num(cpu.get('web'))} ms web; "
+                          f"recall p50 {num(c.get('recall_p50_ms'))} ms, p95 {num(c.get('recall_p95_ms'))} ms.", ""]
+        return lines[:-1]
     lines = ["| category | questions | recall@1 | recall@5 | recall@10 | hit@5 | MRR |", "|---|---|---|---|---|---|---|"]
     summary = f.get("summary", {})
     for name in [n for n in summary if n != "overall"] + (["overall"] if "overall" in summary else []):
@@ -281,6 +302,11 @@ def _headline(name: str, f: dict, ratios: dict) -> str:
         cycles = ", ".join(f"{c.get('cycle')} {num(c.get('seconds'))} s" for c in f.get("cycles", []))
         return f"over {num(f.get('memories'))} memories: {cycles}"
     if name == "quality":
+        if "corpora" in f:
+            return "; ".join(
+                f"{c.get('corpus')}: recall@5 {num(((c.get('summary') or {}).get('overall') or {}).get('recall@5'), 3)}, "
+                f"recall@10 {num(((c.get('summary') or {}).get('overall') or {}).get('recall@10'), 3)} "
+                f"({num(c.get('questions'))} questions)" for c in f["corpora"])
         overall = (f.get("summary") or {}).get("overall", {})
         return (f"evidence recall@5 {num(overall.get('recall@5'), 3)}, recall@10 {num(overall.get('recall@10'), 3)}, "
                 f"MRR {num(overall.get('mrr'), 3)} ({num(f.get('questions'))} questions)")

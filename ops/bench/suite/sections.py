@@ -67,7 +67,7 @@ SECTIONS: tuple[Section, ...] = (
         read=figures.maintenance,
     ),
     Section(
-        "quality", "Retrieval quality (LoCoMo dev)", "ops.bench.quality",
+        "quality", "Retrieval quality (LoCoMo dev, REALTALK dev)", "ops.bench.quality",
         full_args=(), quick_args=("--limit-conversations", "1"),
         globs=("bench_quality.json", "bench_quality-*.json"),
         read=figures.quality,
