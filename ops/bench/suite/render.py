@@ -344,7 +344,7 @@ def summary(suite: dict, report_link: str = "docs/benchmarks.md") -> str:
         title = record.get("title", s.name)
         link = f"[{title}]({report_link}#{_anchor(title)})"
         if record.get("status") != "ok":
-            lines.append(f"| {link} | **{record.get('status')}** |")
+            lines.append(f"| {link} | **{record.get('status')}**: {_cell(error_summary(record.get('error')))} |")
             continue
         lines.append(f"| {link} | {_cell(_headline(s.name, record.get('figures', {}), record.get('ratios', {})))} |")
     return "\n".join(lines)
