@@ -326,7 +326,7 @@ def consolidation(service: EmbeddedService, timeout: float) -> dict:
         for mode in ("decay", "creative", "cluster", "forget"):
             body = {"mode": mode, "dry_run": mode == "forget"}
             runs = api.post("/consolidate", params={"wait": "false"}, json=body).json()["consolidation"]["runs"]
-            run_id = runs[0]["run_id"]
+            run_id = next(iter(runs.values()))["run_id"]  # {mode: run}
             deadline = time.monotonic() + timeout
             view = {}
             while time.monotonic() < deadline:
@@ -412,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = run_growth(args) if args.growth else run_use(args)
     report["argv"] = sys.argv[1:] if argv is None else argv
+    report["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                      cwd=RESULTS.parent, check=False).stdout.strip() or None
     report["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     report["load_after"] = os.getloadavg()[0]
     out = args.out or RESULTS / ("bench_lifecycle_growth.json" if args.growth else "bench_lifecycle.json")
