@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from pipeline.config import Settings
@@ -47,9 +48,9 @@ class QdrantServerVectorStore:
         from qdrant_client import QdrantClient
 
         if settings.qdrant_url == ":memory:":
-            return QdrantClient(":memory:")
+            return SerialisedClient(QdrantClient(":memory:"))
         if settings.qdrant_url.startswith("local:"):  # local mode on disk: one process, survives restarts
-            return QdrantClient(path=settings.qdrant_url.removeprefix("local:"))
+            return SerialisedClient(QdrantClient(path=settings.qdrant_url.removeprefix("local:")))
         return QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=10)
 
     @classmethod
@@ -170,3 +171,29 @@ class QdrantServerVectorStore:
     def drop(self) -> None:
         if self._client.collection_exists(self._collection):
             self._client.delete_collection(self._collection)
+
+
+class SerialisedClient:
+    """A qdrant-client in local mode, one call at a time.
+
+    Local mode keeps a collection in parallel Python lists and numpy arrays with no lock of
+    its own (qdrant/qdrant-client#1193): a search that runs while another thread upserts can
+    see them at different lengths and fail. The process that owns a local-mode store runs
+    recalls and its vector workers on several threads, so every call goes through one lock.
+    A real Qdrant server needs none of this.
+    """
+
+    def __init__(self, client) -> None:
+        self._client = client
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def serialised(*args, **kwargs):
+            with self._lock:
+                return attribute(*args, **kwargs)
+
+        return serialised
