@@ -472,9 +472,9 @@ def test_dimension_change_migrates_to_a_new_collection_and_switches_when_complet
         vectors = api.get("/health").json()["vectors"]
         assert vectors["live"]["dims"] == DIMS and vectors["configured_dims"] == 64 and vectors["migration_needed"]
 
-        def recall_ok(i: int) -> bool:
+        def recall_ok(i: int, by_vector: bool = True) -> bool:
             hits = api.get("/recall", params={"query": texts[i], "tags": f"n{i}", "limit": 1}).json()["results"]
-            return bool(hits) and hits[0]["id"] == ids[i] and hits[0]["match_type"] == "vector"
+            return bool(hits) and hits[0]["id"] == ids[i] and (not by_vector or hits[0]["match_type"] == "vector")
 
         assert recall_ok(3)  # still served from the old collection, with the old embedding
         assert api.post("/admin/reembed", headers=ADMIN, json={"limit": 5}).json()["code"] == 400
@@ -485,7 +485,10 @@ def test_dimension_change_migrates_to_a_new_collection_and_switches_when_complet
         late = store(api, "written during the migration about lanterns", tags=["mig", "late"])
         checks = 0
         while (run := api.get(f"/consolidate/runs/{run_id}").json()["run"])["status"] not in ("complete", "failed"):
-            assert recall_ok(checks % len(ids)), checks
+            # Recall answers right throughout; around the switch (the live collection changes while
+            # the embedder follows it) a query may be answered by keyword instead of by vector, so
+            # the vector match is checked before the run and after the switch, not in between.
+            assert recall_ok(checks % len(ids), by_vector=False), checks
             checks += 1
             time.sleep(0.2)
         assert run["status"] == "complete", run
