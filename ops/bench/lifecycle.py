@@ -49,6 +49,7 @@ import httpx
 from ops.bench import locomo
 from ops.bench.embedded import EmbeddedService, descendants, rss_mb
 from ops.bench.real import DATA, conversation_turns, raw_model_rate, slack_texts
+from ops.bench.restart import kill_all
 from pipeline.config import Settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -212,12 +213,7 @@ def stop_and_restart(service: EmbeddedService, how: str, start_timeout: float) -
     if how == "ctrl-c":
         service.stop(remove=False)
     else:
-        for pid in tree:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        service.process.wait()
+        kill_all(service)
     stop_s = round(time.monotonic() - started, 2)
     time.sleep(0.5)  # a process killed by its parent's exit still needs a moment to be reaped
     orphans = [pid for pid in tree if _alive(pid)]
