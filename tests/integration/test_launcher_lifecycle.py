@@ -5,7 +5,9 @@ queued and half-processed. Every accepted memory is counted afterwards, once."""
 from __future__ import annotations
 
 import os
+import random
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -14,7 +16,6 @@ import pytest
 
 from ops.aof import STOP_MIN_INCR_BYTES, incremental_bytes
 from ops.bench.embedded import EmbeddedService, descendants
-from ops.redis_servers import free_port, port_open
 from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
@@ -90,11 +91,24 @@ def _exporter_answers(port: int) -> bool:
 
 
 def _free_port_pair() -> int:
-    for _ in range(50):
-        port = free_port()
-        if port < 65535 and not port_open("127.0.0.1", port + 1):
+    """Two adjacent ports both free now, below the kernel's ephemeral range: a port from that range
+    (``free_port``) can be handed to any outgoing connection before the exporter binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20_000, low - 1)
+        if _bindable(port) and _bindable(port + 1):
             return port
     raise RuntimeError("no two adjacent free ports")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def test_quiet_start_then_ctrl_c_mid_import_with_a_stuck_worker_leaves_nothing_and_loses_nothing():
