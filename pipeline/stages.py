@@ -221,9 +221,8 @@ def send_enrich(svc: Services, memory_ids: list[str]) -> None:
     if not memory_ids:
         return
     svc.enrichment_stats.queued(memory_ids)
-    size = enrich_message_size(svc)
-    for start in range(0, len(memory_ids), size):
-        send("enrich_memories", memory_ids[start : start + size], on_failure="enrichment_failed")
+    for chunk in message_chunks(memory_ids, enrich_message_size(svc)):
+        send("enrich_memories", chunk, on_failure="enrichment_failed")
 
 
 def settle_copies(client: Any, items: Sequence[Mapping[str, Any]]) -> None:
