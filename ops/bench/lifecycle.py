@@ -175,10 +175,10 @@ def send_batches(service: EmbeddedService, bodies: list[dict]) -> None:
                 time.sleep(float(answer.headers.get("Retry-After", "1")))
 
 
-def real_bodies(texts: list[str], count: int) -> list[dict]:
-    """``count`` memories from real texts, cycled; a counter makes each repeat a new memory."""
+def real_bodies(texts: list[str], count: int, start: int = 0) -> list[dict]:
+    """Memories ``start`` to ``count`` from real texts, cycled; a counter makes each repeat a new memory."""
     bodies = []
-    for n in range(count):
+    for n in range(start, count):
         text = texts[n % len(texts)]
         cycle = n // len(texts)
         bodies.append({"content": text if cycle == 0 else f"{text} (#{cycle})", "tags": [f"lifecycle-{n % 50}"]})
@@ -345,7 +345,7 @@ def run_growth(args: argparse.Namespace) -> dict:
         service.start(timeout=args.start_timeout)
         for size in sizes:
             started = time.monotonic()
-            bodies = real_bodies(texts, size)[stored:]
+            bodies = real_bodies(texts, size, start=stored)
             send_batches(service, bodies)
             stored = size
             wait_for(service, write_path_done(size), args.timeout, f"{size} recallable")
