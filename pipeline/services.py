@@ -49,6 +49,7 @@ class Services:
         self._collections: CollectionRegistry | None = None
         self._router = None
         self._stores: dict[str, VectorStore] = {}  # opened collections, by name
+        self._specs: dict[str, CollectionSpec] = {}  # what each opened collection was built with
         self._owners: dict[str, Any] = {}  # Edge collections' owner records in the broker (pipeline.vectors.edge_owner)
         self._embedders: dict[tuple, Embedder] = {}
         self._qdrant_client = None  # one per process in server mode, shared by its collections
@@ -105,7 +106,12 @@ class Services:
                     if self.settings.uses_qdrant_edge:
                         self._claim_edge(spec.name, raw)
                     store = self._stores[spec.name] = InstrumentedStore(raw, "vectors", self._metrics())
+                    self._specs[spec.name] = spec
         return store
+
+    def open_spec_of_size(self, dims: int) -> CollectionSpec | None:
+        """An opened collection whose vectors have ``dims`` dimensions (the newest opened first)."""
+        return next((spec for spec in reversed(list(self._specs.values())) if spec.dims == dims), None)
 
     def _claim_edge(self, name: str, raw: VectorStore) -> None:
         """Announce this process as the collection's owner; a live owner elsewhere refuses it."""
@@ -137,6 +143,7 @@ class Services:
         """Delete a collection (a migration's old or abandoned one), open here or not."""
         with self._lock:
             store = self._stores.pop(spec.name, None)
+            self._specs.pop(spec.name, None)
             self._release_edge(spec.name)
             if store is None:
                 store = build_vector_store(self.settings, spec.dims, spec.name, self._server_client())
@@ -145,6 +152,7 @@ class Services:
     def close_vector_stores(self) -> None:
         with self._lock:
             stores, self._stores = list(self._stores.values()), {}
+            self._specs.clear()
             for store in stores:
                 if self.settings.uses_qdrant_edge:
                     store.close()

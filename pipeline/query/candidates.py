@@ -238,7 +238,10 @@ class CandidateSources:
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    """Cosine similarity, as the vector store scores a hit (stored vectors may be unnormalised)."""
+    """Cosine similarity, as the vector store scores a hit (stored vectors may be unnormalised);
+    0.0 for vectors of different sizes (one read across a dimension migration's switch)."""
+    if len(a) != len(b):
+        return 0.0
     left, right = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
     norms = float(np.linalg.norm(left) * np.linalg.norm(right))
     return float(left @ right) / norms if norms else 0.0

@@ -1,6 +1,9 @@
 """The vector store a process uses: the live collection, plus a migration's target for writes.
 
-Reads (search, scroll, retrieve, counts) go to the live collection. Deletes and payload
+Reads (search, scroll, retrieve, counts) go to the live collection; a search whose query was
+embedded for the collection that was live a moment ago (a recall that read the collection state
+just before a migration's switch, then searched just after it) goes to that collection while this
+process still has it open, rather than failing on the size. Deletes and payload
 changes go to every writable collection (live and, during a dimension migration, its target),
 so the target never keeps a point or a payload the live one has lost. Upserts carry vectors
 of one size, so they go to the live collection here; the vector stage writes a migration's
@@ -37,12 +40,22 @@ class VectorRouter:
     def backend(self) -> str:
         return self.live().backend
 
+    def _searched(self, dims: int) -> VectorStore:
+        live = self._services.collections.state().live
+        if dims != live.dims:
+            earlier = self._services.open_spec_of_size(dims)
+            if earlier is not None:
+                return self._services.vector_store(earlier)
+        return self._services.vector_store(live)  # a size nothing open has: the live store says so
+
     # --- reads: the live collection -----------------------------------------------------
     def search(self, query: VectorQuery) -> list[VectorHit]:
-        return self.live().search(query)
+        return self._searched(len(query.vector)).search(query)
 
     def search_many(self, queries: list[VectorQuery]) -> list[list[VectorHit]]:
-        return self.live().search_many(queries)
+        if not queries:
+            return []
+        return self._searched(len(queries[0].vector)).search_many(queries)
 
     def text_search(self, text: str, scope: "Scope", limit: int) -> list[VectorHit] | None:
         return self.live().text_search(text, scope, limit)
