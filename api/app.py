@@ -85,6 +85,19 @@ def recall_engine(settings: Settings, svc: Services, access: AccessBatcher) -> R
     )
 
 
+def _not_a_further_worker(record: logging.LogRecord) -> bool:
+    return "_WorkerMiddleware" not in record.getMessage()
+
+
+def quiet_workers_sharing(broker: dramatiq.Broker) -> None:
+    """Drop Dramatiq's warning that a further worker adds its own ``_WorkerMiddleware`` to
+    ``broker``: every ``Worker`` does, by design, and the web starts one per queue. Other
+    duplicate-middleware warnings still show."""
+    logger = logging.getLogger(f"dramatiq.broker.{type(broker).__name__}")
+    if _not_a_further_worker not in logger.filters:
+        logger.addFilter(_not_a_further_worker)
+
+
 def start_vector_workers(svc: Services, queues: set[str]) -> list[dramatiq.Worker]:
     """In-process workers for the queues this process consumes (the vector queues in the embedded default)."""
     if not queues:
@@ -95,6 +108,7 @@ def start_vector_workers(svc: Services, queues: set[str]) -> list[dramatiq.Worke
     use_services(pipeline.actors.broker, svc)  # actors in this process share its Edge shard
     # One single-threaded worker per queue, so slower similarity searches never hold
     # up the vector writes that make memories recallable.
+    quiet_workers_sharing(pipeline.actors.broker)
     workers = []
     for queue in sorted(queues):
         worker = dramatiq.Worker(pipeline.actors.broker, queues={queue}, worker_threads=1)
