@@ -344,6 +344,7 @@ class IndexBuildTuning(SettingsGroup):
     tier: ClassVar[Tier] = "tuning"
 
     edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")
+    edge_flush_interval_s: float = Field(10.0, gt=0, le=3600, description="How often the web process flushes the Edge shard when it was written since (off the request path). Until a flush the shard's segments on disk lag behind its write-ahead log, and the next start replays every write logged since, point by point; a flush holds the web process for a time that grows with what changed (docs/deployment.md, Persistence).")
     edge_plain_max_points: int = Field(200_000, ge=0, description="Up to this many points the Edge shard is never indexed (no HNSW build): its segments stay plain and each search scans them. qdrant_edge holds the GIL for a whole build, so the web process answers nothing (recall, writes, /health) for seconds at 10k points and minutes at 100k; a scan of 100k points costs a search a few milliseconds. Past it the index is built as EDGE_OPTIMIZE_* say, and that build still stalls the web (a Qdrant server avoids it). 0 = always build (docs/deployment.md, Sizing).")
     edge_optimize_min_changes: int = Field(500, ge=1, description="Vector writes since the last optimize that trigger another.")
     edge_optimize_quiet_s: float = Field(5.0, ge=0, description="Vector writes must have paused this long before an optimize (keeps bulk imports from stalling behind it).")
