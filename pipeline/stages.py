@@ -197,8 +197,16 @@ def send_drop_vectors(memory_ids: list[str]) -> None:
     send("drop_vectors", memory_ids)
 
 
+# Most memories one SIMILAR_TO message links. Each is one vector search on the process that owns
+# the shard, and over a plain (unindexed) shard of 100k points a search scans them all: a
+# vector batch of 500 in one message held the web's similarity thread for seconds, past what a
+# stopping web process gives it.
+SIMILAR_MESSAGE_MAX_ITEMS = 100
+
+
 def send_similar(items: list[SimilarItem]) -> None:
-    send("link_similar", items)
+    for chunk in message_chunks(items, SIMILAR_MESSAGE_MAX_ITEMS):
+        send("link_similar", chunk)
 
 
 # Most memories one enrich message carries without an LLM: spaCy and the graph writes take
