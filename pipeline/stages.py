@@ -15,16 +15,22 @@ batch of hundreds costs no conversion at each of the four stages it passes throu
 
 from __future__ import annotations
 
+import functools
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Required, Sequence, TypedDict
 
 import dramatiq
+from dramatiq.middleware import CurrentMessage
 
 from pipeline.actor_context import actor_context, services
 from pipeline.drain import drain_bound, draining
+from pipeline.stopping import Stopping
 
 if TYPE_CHECKING:
     from pipeline.services import Services
+
+log = logging.getLogger(__name__)
 
 # ── queues: one per stage, so each scales and is observed on its own ─────────────────────────
 PERSIST_QUEUE = "persist"  # graph writes: the canonical record
@@ -114,8 +120,26 @@ _declared: dict[str, dramatiq.Actor] = {}
 
 
 def _declare(fn: Callable[..., Any], actor_name: str) -> dramatiq.Actor:
-    actor = _declared[actor_name] = dramatiq.actor(fn, actor_name=actor_name, queue_name=BY_ACTOR[actor_name].queue)
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Stopping:
+            put_back(actor.broker)
+
+    actor = _declared[actor_name] = dramatiq.actor(run, actor_name=actor_name, queue_name=BY_ACTOR[actor_name].queue)
     return actor
+
+
+def put_back(broker: dramatiq.Broker) -> None:
+    """Send the current message again, unchanged (its retry count too); this delivery is then
+    acknowledged as done (``pipeline.stopping``). Outside a worker there is nothing to put back."""
+    message = CurrentMessage.get_current_message()
+    if message is None:
+        raise Stopping()
+    broker.enqueue(message.copy())
+    log.info("message put back on its queue: the worker is stopping",
+             extra={"queue": message.queue_name, "actor": message.actor_name})
 
 
 def stage_actor(actor_name: str) -> Callable[[Callable[..., Any]], dramatiq.Actor]:

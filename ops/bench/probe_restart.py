@@ -7,6 +7,7 @@
 through ``POST /memory/batch`` (as ``ops.bench.lifecycle --growth`` does) until every one is
 recallable, then stops it with Ctrl-C (timed per process) and copies the stopped data dir to
 ``--keep``: a pristine store, with whatever enrichment and SIMILAR_TO backlog was still queued.
+``--stop kill`` keeps instead what ``kill -9`` of every process leaves, ``--busy`` s after that.
 
 ``restart`` copies that store into a scratch dir for every round (so each round loads the same
 thing), starts the launcher with its output read line by line and stamped, polls ``/health``
@@ -189,7 +190,15 @@ def build(args: argparse.Namespace) -> dict:
         raise
     written = round(time.monotonic() - started, 1)
     backlog = httpx.get(f"{service.url}/health", timeout=30).json().get("queues")
-    stop = timed_stop(service)
+    if args.stop == "kill":
+        from ops.bench.restart import kill_all
+
+        time.sleep(args.busy)  # what a running service has (or has not) flushed a few seconds after an import
+        started = time.monotonic()
+        kill_all(service)
+        stop = {"stop_s": round(time.monotonic() - started, 2), "how": "kill -9"}
+    else:
+        stop = timed_stop(service)
     shutil.rmtree(args.keep, ignore_errors=True)
     shutil.copytree(service.data_dir, args.keep)
     shutil.rmtree(service.data_dir, ignore_errors=True)
@@ -249,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--keep", type=Path, required=True, help="the stopped store (written by build, read by restart)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--busy", type=float, default=5.0, help="seconds between healthy and the Ctrl-C")
+    parser.add_argument("--busy", type=float, default=5.0, help="seconds between healthy and the Ctrl-C (build --stop kill: "
+                        "between recallable and the kill)")
+    parser.add_argument("--stop", choices=("ctrl-c", "kill"), default="ctrl-c", help="how build stops the service it kept")
     parser.add_argument("--start-timeout", type=float, default=300)
     parser.add_argument("--set", action="append", default=[], type=lambda kv: tuple(kv.split("=", 1)),
                         help="NAME=VALUE for the launcher's environment (repeatable)")
