@@ -52,7 +52,8 @@ class Supervisor:
         self.children: list[tuple[str, subprocess.Popen]] = []
         self.stopping = False
         self.compactor = Compactor([self.broker, self.graph], max_incr_bytes=int(settings.embedded_aof_rewrite_incr_mb * 1e6),
-                                   min_interval_s=settings.embedded_aof_rewrite_min_interval_s)
+                                   min_interval_s=settings.embedded_aof_rewrite_min_interval_s,
+                                   max_log_to_base=settings.embedded_aof_rewrite_log_ratio)
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
         # Own session: Ctrl-C reaches only the supervisor, which then stops the children; and
