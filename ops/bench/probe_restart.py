@@ -161,11 +161,19 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+# One data dir for every run, the build's and each round's: the shard's owner record in the
+# broker names its path, and a `kill -9` leaves it behind; the same path takes it over at once
+# (as `make run` after a crash does), another would wait out its expiry.
+RUN_DIR = Path(tempfile.gettempdir()) / "mempipe-probe-restart-run"
+
+
 def scratch_service(store: Path | None, overrides: dict[str, str]) -> EmbeddedService:
-    data_dir = Path(tempfile.mkdtemp(prefix="mempipe-probe-restart-"))
+    data_dir = RUN_DIR
+    shutil.rmtree(data_dir, ignore_errors=True)
     if store:
-        shutil.rmtree(data_dir)
         shutil.copytree(store, data_dir)
+    else:
+        data_dir.mkdir()
         for log in data_dir.glob("*.log"):
             log.unlink()
     return EmbeddedService(env_overrides={"EMBEDDING_PROVIDER": "hash", **overrides}, data_dir=data_dir)
