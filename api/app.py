@@ -8,6 +8,7 @@ With a Qdrant server it is stateless and consumes nothing.
 from __future__ import annotations
 
 import logging
+import time
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from functools import partial
@@ -38,6 +39,7 @@ from pipeline.errors import ConfigurationError
 from pipeline.query import RecallEngine
 from pipeline.records import Limits
 from pipeline.services import Services
+from pipeline.stopping import worker_shutdown_ms
 
 log = logging.getLogger(__name__)
 
@@ -141,18 +143,32 @@ async def web_lifespan(
     access.start()
     app.state.engine = recall_engine(settings, svc, access)
     workers = start_vector_workers(svc, web_worker_queues(settings))
-    maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings))
+    maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings),
+                                 flush_interval=settings.edge_flush_interval_s)
     maintainer.start()
     try:
         async with mcp.run():
             yield
     finally:
         maintainer.stop()
+        # First of all: a process killed later in its stop (a worker thread that outlasts the
+        # launcher's budget) would otherwise leave every write since the last flush to be
+        # replayed at the next start.
+        maintainer.persist()
         access.stop()  # the last batch of last_accessed updates goes out before the broker closes
-        for worker in workers:
-            worker.stop(timeout=10_000)
+        stop_workers(workers, worker_shutdown_ms(settings.embedded_stop_timeout_s))
         await waiter.stop()
         svc.close()
+
+
+def stop_workers(workers: list[dramatiq.Worker], budget_ms: int) -> None:
+    """Stop the in-process workers together within ``budget_ms`` (``pipeline.stopping``)."""
+    deadline = time.monotonic() + budget_ms / 1000
+    for worker in workers:  # no new message once asked, so all of them are asked first
+        for thread in worker.workers:
+            thread.stop()
+    for worker in workers:
+        worker.stop(timeout=max(0, int((deadline - time.monotonic()) * 1000)))
 
 
 def install_middleware(app: FastAPI, settings: Settings) -> None:

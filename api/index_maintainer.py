@@ -51,11 +51,14 @@ class BuildHolds:
 
 
 class IndexMaintainer(threading.Thread):
+    """Every ``interval`` s considers a build; every ``flush_interval`` s flushes what was written."""
+
     def __init__(self, services: Services, interval: float, holds: BuildHolds | None = None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, flush_interval: float | None = None):
         super().__init__(name="vector-maintenance", daemon=True)
         self._services = services
         self._interval = interval
+        self._flush_interval = flush_interval or interval
         self._holds = holds or BuildHolds.off()
         self._clock = clock
         self._import_held = False
@@ -87,14 +90,32 @@ class IndexMaintainer(threading.Thread):
         return now - self._similarity_held_since < self._holds.similarity_wait_s
 
     def run(self) -> None:
-        while not self._halt.wait(self._interval):
-            try:
-                if self._hold():
-                    continue
-                self._similarity_held_since = None
-                self._services.vectors.maintain()
-            except Exception:
-                log.exception("vector index maintenance failed; will retry")
+        tick = min(self._interval, self._flush_interval)
+        next_build = next_flush = self._clock()
+        while not self._halt.wait(tick):
+            now = self._clock()
+            if now - next_flush >= self._flush_interval:
+                next_flush = now
+                self.persist()
+            if now - next_build >= self._interval:
+                next_build = now
+                self.maintain_once()
+
+    def persist(self) -> None:
+        """Flush the shard if it was written: a restart then loads segments instead of replaying."""
+        try:
+            self._services.vectors.persist()
+        except Exception:
+            log.exception("vector store flush failed; will retry")
+
+    def maintain_once(self) -> None:
+        try:
+            if self._hold():
+                return
+            self._similarity_held_since = None
+            self._services.vectors.maintain()
+        except Exception:
+            log.exception("vector index maintenance failed; will retry")
 
     def stop(self) -> None:
         self._halt.set()

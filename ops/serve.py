@@ -27,6 +27,7 @@ from ops.tokens import load_or_create_tokens
 from pipeline.stages import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
+from pipeline.stopping import worker_shutdown_ms
 
 
 def public_bind_refusal(settings: Settings) -> str | None:
@@ -51,7 +52,8 @@ class Supervisor:
         self.children: list[tuple[str, subprocess.Popen]] = []
         self.stopping = False
         self.compactor = Compactor([self.broker, self.graph], max_incr_bytes=int(settings.embedded_aof_rewrite_incr_mb * 1e6),
-                                   min_interval_s=settings.embedded_aof_rewrite_min_interval_s)
+                                   min_interval_s=settings.embedded_aof_rewrite_min_interval_s,
+                                   max_log_to_base=settings.embedded_aof_rewrite_log_ratio)
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
         # Own session: Ctrl-C reaches only the supervisor, which then stops the children; and
@@ -135,15 +137,6 @@ class Supervisor:
         self.graph.stop()
         self.broker.stop()
         print("mempipe: stopped")
-
-
-def worker_shutdown_ms(stop_timeout_s: float) -> int:
-    """How long a dramatiq command lets its threads finish their messages when asked to stop.
-
-    Shorter than the launcher's own wait, so that the command still puts back what it had
-    fetched and exits by itself before the launcher would kill it.
-    """
-    return max(500, int(stop_timeout_s * 1000 * 0.5))
 
 
 def metrics_env(settings: Settings, offset: int) -> dict[str, str]:

@@ -16,6 +16,7 @@ import time
 from typing import Callable
 
 from pipeline.broker import write_path_busy
+from pipeline.stopping import pause
 
 
 def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, sleep: Callable[[float], None] | None = None,
@@ -50,5 +51,6 @@ def wait_for_quiet_writes(svc, also_wait: Callable[[], bool] = lambda: False) ->
     s = svc.settings
     # SIMILAR_TO_DEFER_QUIET_MS=0 turns the arrival condition off, the queue condition with it.
     active = write_path_active(svc) if s.similar_to_defer_quiet_ms > 0 else (lambda: False)
+    # A stopping worker does not sit out the wait: the message goes back to its queue (pipeline.stopping).
     return yield_to_writes(svc.tracker.inflight_count, s.similar_to_defer_backlog, s.similar_to_defer_max_s,
-                           arriving=lambda: active() or also_wait())
+                           sleep=pause, arriving=lambda: active() or also_wait())

@@ -12,6 +12,7 @@ from pipeline.observability.actor_metrics import ActorMetrics
 from pipeline.observability.requestid import TraceMiddleware
 from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s
 from pipeline.retry_policy import retry_when
+from pipeline.stopping import StopNotice
 from pipeline.stages import ALL_QUEUES, EMBED_QUEUE, HOT_QUEUES
 from pipeline.wakeups import WakeConsumers, WakingConsumer, blocking_wait, wake
 from pipeline.write_failures import WriteFailures
@@ -101,6 +102,7 @@ def build_broker(settings: Settings, context: ActorContext | None = None) -> Mem
         AgeLimit(),
         TimeLimit(time_limit=10 * 60 * 1000),
         ShutdownNotifications(),
+        StopNotice(),
         Callbacks(),
         Pipelines(),
         CurrentMessage(),

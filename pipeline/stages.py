@@ -15,16 +15,22 @@ batch of hundreds costs no conversion at each of the four stages it passes throu
 
 from __future__ import annotations
 
+import functools
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Required, Sequence, TypedDict
 
 import dramatiq
+from dramatiq.middleware import CurrentMessage
 
 from pipeline.actor_context import actor_context, services
 from pipeline.drain import drain_bound, draining
+from pipeline.stopping import Stopping
 
 if TYPE_CHECKING:
     from pipeline.services import Services
+
+log = logging.getLogger(__name__)
 
 # ── queues: one per stage, so each scales and is observed on its own ─────────────────────────
 PERSIST_QUEUE = "persist"  # graph writes: the canonical record
@@ -114,8 +120,26 @@ _declared: dict[str, dramatiq.Actor] = {}
 
 
 def _declare(fn: Callable[..., Any], actor_name: str) -> dramatiq.Actor:
-    actor = _declared[actor_name] = dramatiq.actor(fn, actor_name=actor_name, queue_name=BY_ACTOR[actor_name].queue)
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Stopping:
+            put_back(actor.broker)
+
+    actor = _declared[actor_name] = dramatiq.actor(run, actor_name=actor_name, queue_name=BY_ACTOR[actor_name].queue)
     return actor
+
+
+def put_back(broker: dramatiq.Broker) -> None:
+    """Send the current message again, unchanged (its retry count too); this delivery is then
+    acknowledged as done (``pipeline.stopping``). Outside a worker there is nothing to put back."""
+    message = CurrentMessage.get_current_message()
+    if message is None:
+        raise Stopping()
+    broker.enqueue(message.copy())
+    log.info("message put back on its queue: the worker is stopping",
+             extra={"queue": message.queue_name, "actor": message.actor_name})
 
 
 def stage_actor(actor_name: str) -> Callable[[Callable[..., Any]], dramatiq.Actor]:
@@ -197,8 +221,16 @@ def send_drop_vectors(memory_ids: list[str]) -> None:
     send("drop_vectors", memory_ids)
 
 
+# Most memories one SIMILAR_TO message links. Each is one vector search on the process that owns
+# the shard, and over a plain (unindexed) shard of 100k points a search scans them all: a
+# vector batch of 500 in one message held the web's similarity thread for seconds, past what a
+# stopping web process gives it.
+SIMILAR_MESSAGE_MAX_ITEMS = 100
+
+
 def send_similar(items: list[SimilarItem]) -> None:
-    send("link_similar", items)
+    for chunk in message_chunks(items, SIMILAR_MESSAGE_MAX_ITEMS):
+        send("link_similar", chunk)
 
 
 # Most memories one enrich message carries without an LLM: spaCy and the graph writes take

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pipeline.errors import ConfigurationError
+from pipeline.stopping import check
 
 ENTITY_TAG_PREFIX = "entity:"
+NER_CHUNK = 64  # texts per turn at spaCy: its own batch size, and where a stopping worker may give way
 KINDS = ("people", "organizations", "places", "projects", "tools")
 
 # spaCy (OntoNotes) labels → our kinds. Dates, numbers, money and the like are not entities
@@ -142,8 +144,18 @@ class SpacyEntityExtractor:
         return list(self._nlp.pipe_names)
 
     def extract(self, texts: list[str]) -> list[Entities]:
-        with self._lock:
-            docs = list(self._nlp.pipe(texts, batch_size=64))
+        # A batch is a few hundred texts: seconds of NER, and the other threads queue for the
+        # lock meanwhile. A stopping worker gives the message back between chunks, and from
+        # the queue for the lock, instead of finishing it (pipeline.stopping).
+        docs = []
+        for start in range(0, len(texts), NER_CHUNK):
+            while not self._lock.acquire(timeout=0.1):
+                check()
+            try:
+                check()
+                docs += self._nlp.pipe(texts[start:start + NER_CHUNK], batch_size=NER_CHUNK)
+            finally:
+                self._lock.release()
         results = []
         for doc in docs:
             entities = Entities()

@@ -91,6 +91,10 @@ class EdgeVectorStore:
         # A payload-placement change is applied only by a rebuild: that one build runs at any size.
         self._conversion_due = False
         self._changes = 0
+        # Writes since the last flush. Until a flush the shard's segments on disk lag behind its
+        # write-ahead log, and opening the shard replays every logged write since: an unflushed
+        # 100k import is replayed point by point at the next start (persist(); docs/deployment.md).
+        self._unflushed = 0
         self._optimize_quiet_s = optimize_quiet_s
         self._last_change = 0.0
         self._optimize_lock = threading.Lock()
@@ -195,11 +199,13 @@ class EdgeVectorStore:
         with self._payload_lock:  # never between a payload merge's read and its write
             self._shard.update(qe.UpdateOperation.upsert_points(built))
         self._changes += len(points)
+        self._unflushed += len(points)
         self._last_change = time.monotonic()
 
     def delete(self, memory_ids: list[str]) -> None:
         self._shard.update(self._qe.UpdateOperation.delete_points([point_id_for(m) for m in memory_ids]))
         self._changes += len(memory_ids)
+        self._unflushed += len(memory_ids)
         self._last_change = time.monotonic()
 
     @staticmethod
@@ -322,6 +328,7 @@ class EdgeVectorStore:
                 if memory_id in stored:
                     payload = {**stored[memory_id].payload, **payload}
                 self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
+            self._unflushed += len(payloads)
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
         qe = self._qe
@@ -353,6 +360,18 @@ class EdgeVectorStore:
         """Points written or deleted since the last index build (what the next one indexes)."""
         return self._changes
 
+    def persist(self) -> int:
+        """Flush the shard if it was written since the last flush; returns the writes flushed.
+
+        A flush writes the segments' changes to disk and truncates the write-ahead log, so the
+        next open loads segments instead of replaying writes. It holds the GIL like every call
+        into the binding, for a time that grows with what changed since the last one.
+        """
+        written, self._unflushed = self._unflushed, 0
+        if written and self._shard is not None:
+            self._shard.flush()
+        return written
+
     def maintain(self) -> None:
         """Build the HNSW index when enough has changed and the shard is past its plain size.
         Blocks: call it off the request path."""
@@ -377,6 +396,7 @@ class EdgeVectorStore:
             log.info(INDEX_BUILD_STARTED, extra={"changes": changes})
             self._shard.optimize()
             self._shard.flush()
+            self._unflushed = 0
             self._conversion_due = False
             log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - started, 2)})
         finally:

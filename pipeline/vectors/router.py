@@ -109,6 +109,9 @@ class VectorRouter:
         for store in self._services.open_vector_stores():
             store.maintain()
 
+    def persist(self) -> int:
+        return sum(store.persist() for store in self._services.open_vector_stores())
+
     def close(self) -> None:
         self._services.close_vector_stores()
 

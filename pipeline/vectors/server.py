@@ -165,6 +165,10 @@ class QdrantServerVectorStore:
     def maintain(self) -> None:
         """The server optimises on its own."""
 
+    def persist(self) -> int:
+        """The server flushes on its own."""
+        return 0
+
     def close(self) -> None:
         self._client.close()
 

@@ -20,9 +20,9 @@ from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
 
-# EMBEDDED_STOP_TIMEOUT_S for these stacks: above the web's 10 s bound on stopping its in-process
-# workers (api.app), so that the web and the worker stopping by themselves is what the code promises,
-# not how fast a loaded machine happens to be.
+# EMBEDDED_STOP_TIMEOUT_S for these stacks: every process that runs workers bounds its own stop by
+# half of it (pipeline.stopping), so that the web and the worker stopping by themselves is what the
+# code promises, not how fast a loaded machine happens to be.
 STOP_TIMEOUT_S = 12.0
 START_TIMEOUT_S = 180.0
 SETTLE_TIMEOUT_S = 240.0  # hash embeddings: a few thousand memories settle in well under this

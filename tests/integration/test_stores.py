@@ -511,3 +511,35 @@ def test_an_edge_shard_below_its_plain_size_is_never_built_and_still_answers(tmp
     assert ids(store.search(VectorQuery(vectors[5].tolist(), 1))) == ["m5"]
     assert ids(store.text_search("caroline painting", Scope(), 5)) == ["m0"]
     store.close()
+
+
+def _open_segments_only(shard_dir, tmp_path, name: str) -> int:
+    """Points a copy of the shard holds in its segments alone: the copy is taken while the shard
+    is open (what a killed process leaves on disk), and its write-ahead log is left out."""
+    import shutil
+
+    copy = tmp_path / name
+    shutil.copytree(shard_dir, copy, ignore=shutil.ignore_patterns("wal", "*.lock"))
+    reopened = EdgeVectorStore(str(copy), SIZE)
+    reopened.ensure_collection()
+    try:
+        return reopened.count()
+    finally:
+        reopened.close()
+
+
+def test_edge_persist_puts_writes_in_the_segments_so_a_start_replays_no_log(tmp_path):
+    shard_dir = tmp_path / "shard"
+    store = EdgeVectorStore(str(shard_dir), SIZE)
+    store.ensure_collection()
+    store.upsert([point(f"p{i}", i, ["t"]) for i in range(20)])
+    # Unflushed, the points live in the write-ahead log only: a start would replay all of them.
+    assert _open_segments_only(shard_dir, tmp_path, "before") == 0
+    assert store.persist() == 20
+    assert _open_segments_only(shard_dir, tmp_path, "after") == 20
+    assert store.persist() == 0  # nothing written since: no flush
+    store.set_payloads({"p1": {"importance": 0.9}})
+    store.delete(["p2"])
+    assert store.persist() == 2
+    assert _open_segments_only(shard_dir, tmp_path, "again") == 19
+    store.close()

@@ -33,6 +33,8 @@ class FakeStore:
         self.name, self.data_dir, self.refuse = name, data_dir, refuse
         self.rewrites, self.busy_checks = 0, 0
         (data_dir / "appendonlydir").mkdir(parents=True)
+        # a snapshot much larger than any log below: only the interval and quiet rules apply
+        (data_dir / "appendonlydir" / "appendonly.aof.1.base.rdb").write_bytes(b"b" * 100_000)
         self.log(incr)
 
     def log(self, size: int) -> None:
@@ -120,3 +122,18 @@ def test_a_stop_does_not_wait_past_its_timeout(tmp_path: Path):
     graph = FakeStore("graph", tmp_path / "graph", incr=100_000)
     graph.busy_checks = 10**6
     assert compact_now([graph], timeout=0.3) == ["graph"]
+
+
+def test_a_log_grown_to_a_share_of_the_snapshot_is_rewritten_within_the_interval(tmp_path: Path):
+    now = [0.0]
+    graph = FakeStore("graph", tmp_path / "graph", incr=2000)
+    (graph.data_dir / "appendonlydir" / "appendonly.aof.1.base.rdb").write_bytes(b"b" * 10_000)
+    compactor = Compactor([graph], max_incr_bytes=1000, min_interval_s=60, max_log_to_base=0.5,
+                          clock=lambda: now[0], log=lambda line: None)
+    assert compactor.tick() == ["graph"]  # past the limit: the first rewrite
+    graph.log(3000)  # the import goes on: within the interval, under half the snapshot
+    now[0] = 5.0
+    assert compactor.tick() == []
+    graph.log(5001)  # a fast import: the log now replays longer than the snapshot loads
+    now[0] = 10.0
+    assert compactor.tick() == ["graph"] and graph.rewrites == 2

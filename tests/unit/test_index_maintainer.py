@@ -92,3 +92,24 @@ def test_a_due_build_waits_for_an_import_on_its_way_up_to_a_bound_of_unindexed_p
     vectors.changes = 30_000
     redis.sizes.clear()
     assert not maintainer._hold()  # the import is through: build
+
+
+def test_the_maintainer_flushes_on_its_own_interval_even_while_a_build_is_held():
+    import threading
+    import time
+
+    flushed = threading.Event()
+    vectors = SimpleNamespace(build_due=lambda: True, pending_changes=lambda: 10, maintain=lambda: None,
+                              persist=lambda: flushed.set() or 5)
+    redis = _Redis()
+    redis.set("persist", 1)  # an import on its way: the due build waits
+    maintainer = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 3600.0,
+                                 BuildHolds(import_max_changes=1_000, similarity_wait_s=0, similarity_wait_max_changes=0),
+                                 flush_interval=0.05)
+    maintainer.start()
+    try:
+        assert flushed.wait(5)
+    finally:
+        maintainer.stop()
+        maintainer.join(5)
+    assert not maintainer.is_alive()

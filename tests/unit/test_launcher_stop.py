@@ -106,3 +106,14 @@ def test_enrichment_is_sent_in_messages_a_worker_can_finish_while_stopping(monke
     svc.chat = object()  # an LLM: about one rate window of calls per message
     stages.send_enrich(svc, ids[:25])
     assert [len(batch) for batch in sent] == [10, 10, 5]
+
+
+def test_similar_to_is_sent_in_messages_the_web_can_finish_while_stopping(monkeypatch):
+    from pipeline import stages
+    from pipeline.actors import similarity
+
+    sent = []
+    monkeypatch.setattr(similarity.link_similar, "send_with_options", lambda args: sent.append(args[0]))
+    items = [{"id": str(n), "vector_f32": "x"} for n in range(250)]
+    stages.send_similar(items)
+    assert [len(batch) for batch in sent] == [100, 100, 50] and sum(sent, []) == items

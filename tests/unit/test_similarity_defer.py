@@ -90,7 +90,7 @@ def test_enrichment_waits_for_the_write_path_as_similar_to_does(monkeypatch):
     tracker = SimpleNamespace(inflight_count=lambda: 0, writes_arriving=lambda: next(arrivals))
     svc = SimpleNamespace(settings=Settings(), tracker=tracker, broker_redis=None, chat=None)
     monkeypatch.setattr(background, "write_path_busy", lambda client: False)
-    monkeypatch.setattr(background.time, "sleep", lambda s: order.append("waited"))
+    monkeypatch.setattr(background, "pause", lambda s: order.append("waited"))
     monkeypatch.setattr(stages, "services", lambda: svc)
     monkeypatch.setattr(enrich, "build_enricher", lambda s: SimpleNamespace(run=lambda ids: order.append(("ran", ids))))
     enrich.enrich_memories.fn(["m1"])
