@@ -24,7 +24,7 @@ from pipeline.labelled import sentences, split_label
 _ASKS = re.compile(r"\?[?!.\"'”’)\]]*\s*$")
 
 
-@lru_cache(maxsize=20_000)
+@lru_cache(maxsize=4096)  # a pool recurs across queries; long Slack messages keep the cache small
 def question_share(content: str | None) -> float:
     """The share (0–1) of ``content``'s text, in characters, that sits in sentences ending with a question mark.
 
