@@ -94,9 +94,11 @@ RecallProfile.AUTOMEM = RecallProfile(
 RecallProfile.TUNED = RecallProfile(
     name="tuned",
     weights=RecallProfile.AUTOMEM.weights.model_copy(update={
-        "vector": 0.5, "keyword": 0.1, "lexical": 0.1, "time_mention": 0.1, "neighbour": 0.15, "neighbour_far": 0.1,
+        "vector": 0.5, "keyword": 0.1, "lexical": 0.1, "time_mention": 0.1, "neighbour_far": 0.1,
         "date_match": 0.1,  # issue 23: LoCoMo dev r@10 +0.010, REALTALK dev +0.007
-        "asks": 0.1,  # issue 23: questions' share of a candidate's text, subtracted
+        # issue 23: questions' share of a candidate's text, subtracted; measured together with the
+        # adjacent-turn share lowered from 0.15 (a question now passes less to its reply)
+        "asks": 0.15, "neighbour": 0.1,
     }),
     keyword_search="always",
     keyword_per_result=1,
