@@ -37,18 +37,28 @@ _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+|\s*\n\s*
 MAX_SENTENCES = 32  # beyond this the rest stays one piece: a long text must not cost 100 embeddings
 
 
+def split_label(text: str) -> tuple[str | None, str]:
+    """``text``'s leading label (``"Caroline"`` of ``"Caroline: I went…"``) and what follows it; (None, text) without one."""
+    label = _LABEL.match(text)
+    return (None, text) if label is None else (label.group(1), text[label.end():])
+
+
+def sentences(body: str) -> list[str]:
+    """``body`` cut into sentences (at . ! ? and white space, or at a line break); blank pieces dropped."""
+    return [piece for piece in _SENTENCE_END.split(body) if piece and not piece.isspace()]
+
+
 def labelled_sentences(text: str) -> list[str] | None:
     """``text``'s sentences, each prefixed with its label; None when it has no label or one sentence."""
-    label = _LABEL.match(text)
+    label, body = split_label(text)
     if label is None:
         return None
-    body = text[label.end():]
-    pieces = [piece for piece in _SENTENCE_END.split(body) if piece and not piece.isspace()]
+    pieces = sentences(body)
     if len(pieces) < 2:
         return None
     if len(pieces) > MAX_SENTENCES:
         pieces = pieces[: MAX_SENTENCES - 1] + [" ".join(pieces[MAX_SENTENCES - 1:])]
-    prefix = f"{label.group(1)}: "
+    prefix = f"{label}: "
     return [prefix + piece.strip() for piece in pieces]
 
 

@@ -21,8 +21,8 @@ class ScoringWeights(BaseModel, frozen=True):
     """Weights of the hybrid recall score (see spec: recall-operations, Hybrid Scoring).
 
     The first ten are the spec's weighted components; ``temporal`` weighs the recency_bias
-    re-rank; ``lexical``, ``time_mention``, ``date_match`` and the two ``neighbour`` shares are mempipe's
-    additions (0 turns each off). No defaults: a profile or the settings supply every one.
+    re-rank; ``lexical``, ``time_mention``, ``date_match``, ``asks`` and the two ``neighbour`` shares are
+    mempipe's additions (0 turns each off). No defaults: a profile or the settings supply every one.
     """
 
     vector: float
@@ -39,6 +39,7 @@ class ScoringWeights(BaseModel, frozen=True):
     lexical: float
     time_mention: float
     date_match: float
+    asks: float  # subtracted: × the share of a candidate's text in questions (query/asks.py)
     neighbour: float
     neighbour_far: float
 
@@ -79,7 +80,7 @@ RecallProfile.AUTOMEM = RecallProfile(
     weights=ScoringWeights(
         vector=0.35, keyword=0.35, metadata=0.35, exact=0.20, importance=0.10, confidence=0.05, recency=0.10,
         tag=0.20, relation=0.25, relevance=0.0, temporal=0.10,
-        lexical=0.0, time_mention=0.0, date_match=0.0, neighbour=0.0, neighbour_far=0.0,
+        lexical=0.0, time_mention=0.0, date_match=0.0, asks=0.0, neighbour=0.0, neighbour_far=0.0,
     ),
     keyword_search="fill",
     keyword_per_result=2,
@@ -93,8 +94,11 @@ RecallProfile.AUTOMEM = RecallProfile(
 RecallProfile.TUNED = RecallProfile(
     name="tuned",
     weights=RecallProfile.AUTOMEM.weights.model_copy(update={
-        "vector": 0.5, "keyword": 0.1, "lexical": 0.1, "time_mention": 0.1, "neighbour": 0.15, "neighbour_far": 0.1,
+        "vector": 0.5, "keyword": 0.1, "lexical": 0.1, "time_mention": 0.1, "neighbour_far": 0.1,
         "date_match": 0.1,  # issue 23: LoCoMo dev r@10 +0.010, REALTALK dev +0.007
+        # issue 23: questions' share of a candidate's text, subtracted; measured together with the
+        # adjacent-turn share lowered from 0.15 (a question now passes less to its reply)
+        "asks": 0.15, "neighbour": 0.1,
     }),
     keyword_search="always",
     keyword_per_result=1,

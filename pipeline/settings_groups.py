@@ -231,6 +231,7 @@ class RankingSettings(SettingsGroup):
     search_weight_lexical: float = Field(_TUNED.weights.lexical, description="Weight of BM25 over the query's candidate pool (best = 1.0; 0 = off).")
     search_weight_time_mention: float = Field(_TUNED.weights.time_mention, ge=0.0, description="Bonus for a candidate whose content states a time (yesterday, last week, a date) when the query asks when (When…, How long…, What year…); 0 = off.")
     search_weight_date_match: float = Field(_TUNED.weights.date_match, ge=0.0, description="Bonus for a candidate whose timestamp falls in a day or month the query names ('on 7 Jan 2024', 'May 3, 2023', 'in October 2023'; the day and the next, the month and its next 3 days); absolute dates only; 0 = off.")
+    search_weight_asks: float = Field(_TUNED.weights.asks, ge=0.0, le=1.0, description="Taken off a candidate's score × the share of its text (in characters) in sentences ending with '?' ('Do anything fun today?', 'What about Kate?'): a turn that only asks states nothing to answer from; 0 = off.")
     search_weight_neighbour: float = Field(_TUNED.weights.neighbour, ge=0.0, le=1.0, description="Share of the best adjacent candidate's score (PRECEDED_BY, same scope) added to a candidate's score (0 = off).")
     search_weight_neighbour_far: float = Field(_TUNED.weights.neighbour_far, ge=0.0, le=1.0, description="Share of the best candidate's score two steps away (two PRECEDED_BY edges) added to a candidate's score (0 = off).")
 

@@ -6,8 +6,8 @@
 ``dump`` recalls every scored question (as ``ops.bench.quality`` does, scoped to its
 conversation) with a large ``limit`` and keeps each result's ``score_components``, content,
 session and ``dia_id``. ``replay`` recomputes every result's score from those components with
-the given weights (the spec's defaults otherwise, plus ``lexical``, ``neighbour``, ``neighbour_far`` and
-``time_mention``), re-orders, and prints recall@5 / recall@10 per category and MRR: seconds per
+the given weights (the spec's defaults otherwise, plus ``lexical``, ``neighbour``, ``neighbour_far``,
+``time_mention``, ``date_match`` and ``asks``), re-orders, and prints recall@5 / recall@10 per category and MRR: seconds per
 variant instead of a web restart and 786 recalls.
 
 What it can and cannot tell: the pool is the one a recall with ``--limit`` builds (larger than
@@ -31,6 +31,7 @@ import orjson
 from ops.bench.quality import DEFAULT_DATA
 from ops.bench.locomo import SCORED_CATEGORIES, conversation_tag, load, questions
 from pipeline.config import RecallProfile
+from pipeline.query.asks import question_share
 from pipeline.query.scoring import WEIGHTED_COMPONENTS
 from pipeline.query.filters import parse_epoch
 from pipeline.query.when import asks_when, in_periods, named_periods, states_time
@@ -94,7 +95,8 @@ def _adjacent(dia: str | None, steps: int = 1) -> list[str]:
 
 
 def rank(question: dict, weights: dict[str, float]) -> list[str]:
-    """The dumped pool re-scored with ``weights``: the hybrid sum, time_mention, then the neighbour bonus."""
+    """The dumped pool re-scored with ``weights``: the hybrid sum, time_mention, date_match, less asks,
+    then the neighbour bonus (asks and date_match from content and timestamp: any dump can replay them)."""
     results = question["results"]
     scores = []
     when = asks_when(question["query"])
@@ -107,6 +109,7 @@ def rank(question: dict, weights: dict[str, float]) -> list[str]:
             score += weights["time_mention"] * (1.0 if states_time(result["content"]) else 0.0)
         if periods and in_periods(parse_epoch(result.get("timestamp")), periods):
             score += weights.get("date_match", 0.0)
+        score -= weights.get("asks", 0.0) * question_share(result["content"])
         scores.append(score)
     by_dia = {r["dia"]: s for r, s in zip(results, scores)}
     def best(dia: str | None, steps: int) -> float:
@@ -145,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     again = commands.add_parser("replay")
     again.add_argument("pools", type=Path)
     again.add_argument("--set", action="append", default=[], metavar="COMPONENT=WEIGHT",
-                       help="a weight (vector, keyword, tag, …, lexical, neighbour, neighbour_far, time_mention); repeatable")
+                       help="a weight (vector, keyword, tag, …, lexical, neighbour, neighbour_far, time_mention, date_match, asks); repeatable")
     args = parser.parse_args(argv)
 
     if args.command == "dump":

@@ -13,6 +13,7 @@ from typing import Any
 
 from pipeline.config import ScoringWeights, Settings
 from pipeline.graph import Scope
+from pipeline.query.asks import question_share
 from pipeline.query.candidates import Candidate, CandidateSources, VectorStatus
 from pipeline.query.context import ContextProfile
 from pipeline.query.filters import in_scope, parse_epoch
@@ -234,8 +235,9 @@ class QuerySearch:
     # --- scoring -----------------------------------------------------------------------
     def score(self, pool: list[Candidate], ctx: SearchContext, text: str | None, keywords: list[str], gate: bool,
               lexical: bool = False) -> list[Scored]:
-        """Hybrid scores; with ``lexical``, plus the pool's BM25 (``SEARCH_WEIGHT_LEXICAL``) and, for a
-        when-question, the time-mention bonus (``SEARCH_WEIGHT_TIME_MENTION``, see ``when.py``)."""
+        """Hybrid scores; with ``lexical``, plus the pool's BM25 (``SEARCH_WEIGHT_LEXICAL``), for a
+        when-question the time-mention bonus (``SEARCH_WEIGHT_TIME_MENTION``, see ``when.py``), the
+        date-match bonus, and less the questions' share (``SEARCH_WEIGHT_ASKS``, see ``asks.py``)."""
         weight = self._policy.weights.lexical
         bm25 = None
         if lexical and text and weight > 0 and pool:
@@ -243,6 +245,7 @@ class QuerySearch:
         time_weight = self._policy.weights.time_mention if lexical and asks_when(text) else 0.0
         date_weight = self._policy.weights.date_match
         periods = named_periods(text) if lexical and date_weight > 0 else ()
+        asks_weight = self._policy.weights.asks if lexical and text else 0.0
         rows = []
         for index, candidate in enumerate(pool):
             components = score_components(
@@ -262,6 +265,9 @@ class QuerySearch:
             if periods:  # the query names a day or month: present on every candidate then
                 components["date_match"] = 1.0 if in_periods(_timestamp_epoch(candidate.memory), periods) else 0.0
                 total += date_weight * components["date_match"]
+            if asks_weight > 0:  # present on every candidate of a text query while the weight is on
+                components["asks"] = question_share(candidate.memory.get("content"))
+                total -= asks_weight * components["asks"]
             if candidate.match_type == "entity_expansion":
                 components["entity_expansion"] = self._policy.entity_score
                 total += components["entity_expansion"]

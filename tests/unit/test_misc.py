@@ -55,7 +55,7 @@ def test_tuned_profile_is_the_default():
     assert settings.recall_keyword_search == "always"
     weights = settings.scoring_weights
     assert (weights.vector, weights.keyword, weights.lexical, weights.time_mention) == (0.5, 0.1, 0.1, 0.1)
-    assert (settings.search_weight_neighbour, settings.search_weight_neighbour_far) == (0.15, 0.1)
+    assert (settings.search_weight_neighbour, settings.search_weight_neighbour_far, weights.asks) == (0.1, 0.1, 0.15)
     assert (settings.recall_scoped_fetch_factor, settings.recall_keyword_per_result) == (1, 1)
 
 
