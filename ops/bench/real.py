@@ -145,13 +145,17 @@ class RealStack:
 
     def __init__(self, servers: Servers, overrides: dict[str, str] | None = None):
         self.servers = servers
+        self.overrides = overrides or {}
         self.stack = Stack.create(servers, **shipped_env(), **(overrides or {}))
 
     def __enter__(self) -> Stack:
         self.stack.start_web(timeout=180)
         self.stack.start_worker(processes=1, threads=Settings.model_fields["worker_threads"].default,
                                 queues=["persist", "embed", "maintenance"])
-        self.stack.start_enrich_worker()
+        # as ops.serve starts it: as many threads as the worker, EMBEDDED_ENRICHER_NICE lower
+        self.stack.start_enrich_worker(threads=Settings.model_fields["worker_threads"].default,
+                                       nice=int(self.overrides.get("EMBEDDED_ENRICHER_NICE",
+                                                                   Settings.model_fields["embedded_enricher_nice"].default)))
         with self.stack.client(timeout=180) as api:
             assert api.post("/memory", json={"content": "warm-up"}).status_code == 201
         return self.stack
