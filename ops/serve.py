@@ -55,12 +55,8 @@ class Supervisor:
                                    min_interval_s=settings.embedded_aof_rewrite_min_interval_s,
                                    max_log_to_base=settings.embedded_aof_rewrite_log_ratio)
 
-    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
-        # Own session: Ctrl-C reaches only the supervisor, which then stops the children; and
-        # its own process group, which holds whatever the child forks (Dramatiq's worker
-        # processes), so a child that must be killed is killed with all of them.
-        process = subprocess.Popen(args, env=env, start_new_session=True)
-        self.children.append((name, process))
+    def _spawn(self, name: str, args: list[str], env: dict[str, str], nice: int = 0) -> None:
+        self.children.append((name, spawn_child(args, env, nice)))
 
     def start(self) -> None:
         s = self.settings
@@ -88,9 +84,12 @@ class Supervisor:
                     {**env, **metrics_env(s, 0)})
         # Enrichment in its own process: its NER is CPU-bound, and sharing a GIL with the
         # persist/embed threads would slow the write path it must never hold up.
+        # At a lower priority too: it waits while the write path has work, but a message that
+        # has waited its longest runs anyway, and spaCy's start costs seconds of CPU; the
+        # model's two torch threads stall whenever either loses its core.
         self._spawn("enricher", [*dramatiq_args, "--processes", "1",
                                  "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE],
-                    {**env, **metrics_env(s, 1)})
+                    {**env, **metrics_env(s, 1)}, nice=s.embedded_enricher_nice)
         self._spawn("clock", [python, "-m", "ops.clock"], env)
         self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
                             "--port", str(s.port), "--no-access-log"], env)
@@ -137,6 +136,17 @@ class Supervisor:
         self.graph.stop()
         self.broker.stop()
         print("mempipe: stopped")
+
+
+def spawn_child(args: list[str], env: dict[str, str], nice: int = 0) -> subprocess.Popen:
+    """Start one supervised child, ``nice`` steps below the launcher's priority (inherited by
+    what it forks: Dramatiq's worker processes).
+
+    Own session: Ctrl-C reaches only the supervisor, which then stops the children; and its
+    own process group, which holds whatever the child forks, so a child that must be killed
+    is killed with all of them.
+    """
+    return subprocess.Popen(args, env=env, start_new_session=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
 
 
 def metrics_env(settings: Settings, offset: int) -> dict[str, str]:

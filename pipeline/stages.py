@@ -25,6 +25,7 @@ from dramatiq.middleware import CurrentMessage
 
 from pipeline.actor_context import actor_context, services
 from pipeline.drain import drain_bound, draining
+from pipeline.embed_batches import embed_order
 from pipeline.stopping import Stopping
 
 if TYPE_CHECKING:
@@ -196,8 +197,10 @@ def message_chunks(items: list, size: int) -> list[list]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
-def send_embed(items: list[EmbedItem], batch_size: int) -> None:
-    for chunk in message_chunks(items, batch_size):
+def send_embed(items: list[EmbedItem], batch_size: int, *, by_length: bool = True) -> None:
+    """Cut into messages of ``batch_size``; ``by_length`` (EMBED_GROUP_BY_LENGTH): of similar
+    text lengths, so each provider call pads little (``pipeline.embed_batches``)."""
+    for chunk in message_chunks(embed_order(items) if by_length else items, batch_size):
         send("embed_memories", chunk)
 
 

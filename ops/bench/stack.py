@@ -142,7 +142,7 @@ class Stack:
 
     def start_worker(
         self, processes: int = 1, threads: int = 2, queues: list[str] | None = None, wait: bool = True,
-        **env_overrides: str,
+        nice: int = 0, **env_overrides: str,
     ) -> subprocess.Popen:
         if queues is None:
             # Enrichment has its own process (start_enrich_worker), as in ops.serve: its
@@ -152,8 +152,8 @@ class Stack:
                 "--threads", str(threads), "--queues", *queues]
         env = {**self.env(), **{k.upper(): str(v) for k, v in env_overrides.items()}}
         ready_before = self._ready_workers()
-        worker = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log("worker"),
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        worker = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log("worker"), stderr=subprocess.STDOUT,
+                                  start_new_session=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
         self.workers.append(worker)
         # Return once its processes consume: on a busy machine booting takes seconds, and a
         # write sent before that would outlast WRITE_WAIT_SECONDS for reasons under test elsewhere.
@@ -168,8 +168,8 @@ class Stack:
         path = self.data_dir / "worker.log"
         return path.read_text(errors="replace").count("Worker process is ready for action") if path.exists() else 0
 
-    def start_enrich_worker(self, threads: int = 2, **env_overrides: str) -> subprocess.Popen:
-        return self.start_worker(processes=1, threads=threads, queues=["enrich"], **env_overrides)
+    def start_enrich_worker(self, threads: int = 2, nice: int = 0, **env_overrides: str) -> subprocess.Popen:
+        return self.start_worker(processes=1, threads=threads, queues=["enrich"], nice=nice, **env_overrides)
 
     @staticmethod
     def kill_worker(worker: subprocess.Popen) -> None:

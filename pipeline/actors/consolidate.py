@@ -24,6 +24,7 @@ class ActorOutbox:
 
     def __init__(self, svc: Services):
         self._embed_batch_size = svc.settings.embed_batch_size
+        self._by_length = svc.settings.embed_group_by_length
 
     def patch_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
         send_patch_payloads(payloads)
@@ -32,7 +33,7 @@ class ActorOutbox:
         send_drop_vectors(memory_ids)
 
     def embed(self, items: list[EmbedItem]) -> None:
-        send_embed(items, self._embed_batch_size)
+        send_embed(items, self._embed_batch_size, by_length=self._by_length)
 
     def index(self, items: list[VectorItem]) -> None:
         send_vectors(items)

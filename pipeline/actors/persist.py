@@ -64,7 +64,7 @@ def persist_memories(svc: Services, records: list[RecordMessage]) -> None:
         else:
             embedded.append({**item, "vector": record.embedding})
     if to_embed:
-        send_embed(to_embed, svc.settings.embed_batch_size)
+        send_embed(to_embed, svc.settings.embed_batch_size, by_length=svc.settings.embed_group_by_length)
     if embedded:
         send_vectors(embedded)
 

@@ -1,0 +1,58 @@
+"""The launcher starts the enrichment worker below the write path's priority."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import ops.serve as serve
+from pipeline.config import Settings
+
+
+# A parent that forks a child, as a dramatiq command forks its worker processes; it writes
+# the child's pid to the file it is given.
+FORKING = """
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(30)
+else:
+    open(sys.argv[1], "w").write(str(pid)); time.sleep(30)
+"""
+
+
+def test_a_child_spawned_nice_runs_that_many_steps_lower_and_so_does_what_it_forks(tmp_path):
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    pid_file = tmp_path / "pid"
+    parent = serve.spawn_child([sys.executable, "-c", FORKING, str(pid_file)], dict(os.environ), nice=3)
+    plain = serve.spawn_child([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ))
+    try:
+        deadline = time.monotonic() + 20
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        forked = int(pid_file.read_text())
+        assert os.getpriority(os.PRIO_PROCESS, parent.pid) == min(19, mine + 3)
+        assert os.getpriority(os.PRIO_PROCESS, forked) == min(19, mine + 3)
+        assert os.getpriority(os.PRIO_PROCESS, plain.pid) == mine
+    finally:
+        for process in (parent, plain):
+            serve.kill_group(process)
+
+
+def test_only_the_enricher_is_started_nice(monkeypatch, tmp_path):
+    supervisor = serve.Supervisor(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EMBEDDED_ENRICHER_NICE=7))
+    for server in (supervisor.broker, supervisor.graph):
+        monkeypatch.setattr(server, "start", lambda *args, **kwargs: None)
+    niceness: dict[int, int] = {}
+
+    def spawn(args, env, nice=0):
+        niceness[len(niceness)] = nice
+        return subprocess.Popen(["true"])
+
+    monkeypatch.setattr(serve, "spawn_child", spawn)
+    supervisor.start()
+    by_name = {name: niceness[position] for position, (name, _) in enumerate(supervisor.children)}
+    assert by_name == {"worker": 0, "enricher": 7, "clock": 0, "web": 0}
+    assert Settings().embedded_enricher_nice > 0  # shipped on
