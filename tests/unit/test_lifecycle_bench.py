@@ -4,7 +4,8 @@ from ops.bench import lifecycle
 from ops.bench.suite import figures, render
 
 USE = {
-    "mode": "use", "raw_model": {"rate": 40.0}, "start_log_errors": ["ERROR x"],
+    "mode": "use", "raw_model": {"import": {"rate": 40.0, "length_sorted": {"rate": 72.0}}, "singles": {"rate": 20.0}},
+    "start_log_errors": ["ERROR x"],
     "phases": {"import": {"imported": 1000, "topped_up": 200, "rate": 36.0},
                "singles": {"clients": 8, "writes": 300, "rate": 30.0},
                "background_after_last_write_s": 12.5},
@@ -30,14 +31,21 @@ def test_real_bodies_cycle_the_texts_and_make_every_repeat_a_new_memory():
     assert len({b["content"] for b in bodies}) == 5
 
 
-def test_suite_reads_the_use_run_as_ratios_to_the_model_and_restart_rows():
+def test_suite_reads_the_use_run_as_ratios_to_the_model_on_each_phases_texts_and_restart_rows():
     f = figures.lifecycle(USE)
     rows = {r["phase"]: r for r in f["rows"]}
     assert rows["import"]["memories"] == 1200 and rows["import"]["over_model"] == 0.9
-    assert rows["import"]["probe_errors"] == 1 and rows["singles"]["over_model"] == 0.75
+    assert rows["import"]["over_model_sorted"] == 0.5 and rows["singles"]["over_model_sorted"] is None
+    assert rows["import"]["probe_errors"] == 1 and rows["singles"]["over_model"] == 1.5
     assert [r["how"] for r in f["restarts"]] == ["ctrl-c", "kill -9"] and f["start_log_errors"] == 1
     table = "\n".join(render.lifecycle(f, {}))
-    assert "| import | 1,200 | 36.0 | 0.90× |" in table and "| kill -9 | 0.1 | 0 | 8.5 | 1,500 → 1,500 | 0 |" in table
+    assert "| import | 1,200 | 36.0 | 40.0 | 0.90× | 0.50× |" in table
+    assert "| kill -9 | 0.1 | 0 | 8.5 | 1,500 → 1,500 | 0 |" in table
+
+
+def test_suite_reads_an_older_use_run_with_one_model_rate_for_both_phases():
+    rows = {r["phase"]: r for r in figures.lifecycle({**USE, "raw_model": {"rate": 40.0}})["rows"]}
+    assert rows["import"]["over_model"] == 0.9 and rows["singles"]["over_model"] == 0.75
 
 
 def test_suite_reads_growth_rows_side_by_side():

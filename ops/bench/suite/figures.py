@@ -142,19 +142,23 @@ def rss(data: dict) -> dict:
 
 def lifecycle(data: dict) -> dict:
     phases, probes = data.get("phases") or {}, data.get("probes") or {}
-    raw = (data.get("raw_model") or {}).get("rate")
+    models = data.get("raw_model") or {}
     rows = []
     for name in ("import", "singles"):
         phase = phases.get(name) or {}
+        model = models.get(name) or models  # older files: one rate for both phases
+        sorted_rate = (model.get("length_sorted") or {}).get("rate")
         recall, health = (probes.get(name) or {}).get("recall") or {}, (probes.get(name) or {}).get("health") or {}
         count = phase.get("writes") if name == "singles" else (phase.get("imported") or 0) + (phase.get("topped_up") or 0)
-        rows.append({"phase": name, "memories": count, "rate": phase.get("rate"), "over_model": _ratio(phase.get("rate"), raw),
+        rows.append({"phase": name, "memories": count, "rate": phase.get("rate"), "model_rate": model.get("rate"),
+                     "over_model": _ratio(phase.get("rate"), model.get("rate")),
+                     "model_sorted_rate": sorted_rate, "over_model_sorted": _ratio(phase.get("rate"), sorted_rate),
                      "recall_p99_ms": recall.get("p99_ms"), "recall_max_ms": recall.get("max_ms"),
                      "health_max_ms": health.get("max_ms"),
                      "probe_errors": (recall.get("errors") or 0) + (health.get("errors") or 0)})
     restarts = [{k: r.get(k) for k in ("how", "stop_s", "orphans", "restart_s", "memories_before", "memories_after")}
                 | {"log_errors": len(r.get("log_errors") or [])} for r in data.get("restarts") or []]
-    return {"raw_model_rate": raw, "rows": rows, "restarts": restarts,
+    return {"rows": rows, "restarts": restarts,
             "background_after_last_write_s": phases.get("background_after_last_write_s"),
             "start_log_errors": len(data.get("start_log_errors") or []), "clients": (phases.get("singles") or {}).get("clients")}
 

@@ -210,13 +210,17 @@ def rss(f: dict, _ratios: dict) -> list[str]:
 
 
 def lifecycle(f: dict, _ratios: dict) -> list[str]:
-    lines = ["| phase | memories | recallable /s | ÷ the model's own rate | recall p99 / max ms (every 100 ms) | /health max ms | probe errors |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| phase | memories | recallable /s | the model alone on the phase's texts /s | ÷ the model's own rate "
+             "| ÷ the model, length-sorted | recall p99 / max ms (every 100 ms) | /health max ms | probe errors |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in f.get("rows", []):
-        lines.append(f"| {r['phase']} | {num(r.get('memories'))} | {num(r.get('rate'))} | {times(r.get('over_model'))} "
+        lines.append(f"| {r['phase']} | {num(r.get('memories'))} | {num(r.get('rate'))} | {num(r.get('model_rate'))} "
+                     f"| {times(r.get('over_model'))} | {times(r.get('over_model_sorted'))} "
                      f"| {num(r.get('recall_p99_ms'))} / {num(r.get('recall_max_ms'))} | {num(r.get('health_max_ms'))} "
                      f"| {num(r.get('probe_errors'))} |")
-    lines += ["", f"The model alone on the same texts: {num(f.get('raw_model_rate'))}/s. Singles: {num(f.get('clients'))} clients, "
+    lines += ["", "The model alone: in calls of the workers' batch size, in order (the issue's measure); "
+                  "length-sorted: the same texts sorted by length within each import batch, as the persist stage "
+                  f"groups them. Singles: {num(f.get('clients'))} clients, "
                   f"each waiting for its answer. Enrichment and SIMILAR_TO done {num(f.get('background_after_last_write_s'))} s "
                   f"after the last write. ERROR lines or tracebacks in a clean start's log: {num(f.get('start_log_errors'))}.", "",
               "| stop | stop s | processes left | back to healthy s | memories before → after | log errors on restart |",
@@ -316,7 +320,10 @@ def _headline(name: str, f: dict, ratios: dict) -> str:
     if name == "lifecycle":
         rows = {r["phase"]: r for r in f.get("rows", [])}
         restart = max((r.get("restart_s") or 0 for r in f.get("restarts", [])), default=None)
-        return (f"Slack import {times(rows.get('import', {}).get('over_model'))} and waiting singles "
+        sorted_ratio = rows.get("import", {}).get("over_model_sorted")
+        return (f"Slack import {times(rows.get('import', {}).get('over_model'))}"
+                + (f" ({times(sorted_ratio)} the length-sorted model)" if sorted_ratio is not None else "")
+                + " and waiting singles "
                 f"{times(rows.get('singles', {}).get('over_model'))} the model's own rate; recall max "
                 f"{num(rows.get('import', {}).get('recall_max_ms'))} ms during the import; back to healthy in ≤ {num(restart)} s")
     if name == "growth":
