@@ -55,11 +55,12 @@ class Supervisor:
                                    min_interval_s=settings.embedded_aof_rewrite_min_interval_s,
                                    max_log_to_base=settings.embedded_aof_rewrite_log_ratio)
 
-    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+    def _spawn(self, name: str, args: list[str], env: dict[str, str], nice: int = 0) -> None:
         # Own session: Ctrl-C reaches only the supervisor, which then stops the children; and
         # its own process group, which holds whatever the child forks (Dramatiq's worker
         # processes), so a child that must be killed is killed with all of them.
-        process = subprocess.Popen(args, env=env, start_new_session=True)
+        process = subprocess.Popen(args, env=env, start_new_session=True,
+                                   preexec_fn=(lambda: os.nice(nice)) if nice else None)
         self.children.append((name, process))
 
     def start(self) -> None:
@@ -81,16 +82,18 @@ class Supervisor:
         worker_queues = [q for q in ALL_QUEUES
                          if q != ENRICH_QUEUE and not (s.uses_qdrant_edge and q in VECTOR_OWNER_QUEUES)]
         python = sys.executable
+        # The worker and the enricher run niced (EMBEDDED_BACKGROUND_NICE): on a busy machine the
+        # web, which answers recalls, gets the CPU first; the write path takes what is left.
         dramatiq_args = [python, "-m", "dramatiq", "pipeline.actors", "--worker-shutdown-timeout",
                          str(worker_shutdown_ms(s.embedded_stop_timeout_s))]
         self._spawn("worker", [*dramatiq_args, "--processes", str(s.worker_processes),
                                "--threads", str(s.worker_threads), "--queues", *worker_queues],
-                    {**env, **metrics_env(s, 0)})
+                    {**env, **metrics_env(s, 0)}, nice=s.embedded_background_nice)
         # Enrichment in its own process: its NER is CPU-bound, and sharing a GIL with the
         # persist/embed threads would slow the write path it must never hold up.
         self._spawn("enricher", [*dramatiq_args, "--processes", "1",
                                  "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE],
-                    {**env, **metrics_env(s, 1)})
+                    {**env, **metrics_env(s, 1)}, nice=s.embedded_background_nice)
         self._spawn("clock", [python, "-m", "ops.clock"], env)
         self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
                             "--port", str(s.port), "--no-access-log"], env)

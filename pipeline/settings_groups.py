@@ -185,6 +185,7 @@ class InputLimitSettings(SettingsGroup):
     recall_max_query_chars: int = Field(2000, ge=100, le=100_000, description="Longest query text (query, and each of queries[]) accepted by recall, in characters (400 above).")
     recall_max_list_items: int = Field(100, ge=1, le=10_000, description="Most values a list parameter of recall may carry: tags, exclude_tags, context_tags, context_types, priority_ids (400 above).")
     falkordb_query_timeout_ms: int = Field(3000, ge=100, le=9000, description="Longest a graph read made while answering a request may run; FalkorDB stops it there and the request answers 503 (background reads stop at 9.5 s, before the client's 10 s socket timeout).")
+    graph_write_rows: int = Field(100, ge=0, le=5000, description="Memories per graph write query when a batch is stored (0 = the whole batch in one query). A write holds the graph and every recall's graph reads wait behind it: smaller queries let them in between (issue 21, recall during an import).")
     slack_export_max_member_bytes: int = Field(67_108_864, ge=1024, description="Largest uncompressed size of one export file the import reads (users.json, channels.json, a day file): each is read whole. An export with a larger one is refused (413 at upload).")
     slack_export_max_total_bytes: int = Field(8_589_934_592, ge=1024, description="Largest uncompressed size of all an export .zip's files together (a small zip can declare terabytes). A larger export is refused (413 at upload).")
 
@@ -305,6 +306,9 @@ class ProcessSettings(SettingsGroup):
 
     title: ClassVar[str] = "Processes"
     tier: ClassVar[Tier] = "advanced"
+    web_background_yield_max_ms: int = Field(250, ge=0, le=10_000, description="How long the web process's own background vector work (Edge upserts in chunks of 128 points, SIMILAR_TO search batches, shard flushes) waits before each step while a recall or /health is in flight, at most (0 = never waits). Those steps hold the GIL the recall needs; under a continuous stream of recalls the work still advances one step per this many ms (pipeline.foreground).")
+    web_gc_freeze: bool = Field(True, description="Whether the web process exempts what it holds after start-up from Python's garbage collector (gc.freeze()): a full collection then walks only what was allocated since, instead of stopping every request for 0.1-0.3 s while an import flows (api.gc_pause).")
+    embedded_background_nice: int = Field(10, ge=0, le=19, description="Niceness the launcher (make run) gives the worker and enricher processes, so that on a busy machine the web answering recalls gets the CPU first and the write path and enrichment take what is left (0 = the same priority as the web).")
 
     retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
     retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
@@ -346,6 +350,7 @@ class IndexBuildTuning(SettingsGroup):
 
     edge_optimize_interval_s: float = Field(30.0, gt=0, description="How often the web process considers rebuilding the Edge index (off the request path).")
     edge_flush_interval_s: float = Field(5.0, gt=0, le=3600, description="How often the web process flushes the Edge shard when it was written since (off the request path). Until a flush the shard's segments on disk lag behind its write-ahead log, and the next start replays every write logged since, point by point; a flush holds the web process for a time that grows with what changed (tens of milliseconds for 5k-20k points at 100k; docs/deployment.md, Persistence).")
+    edge_flush_busy_interval_s: float = Field(30.0, ge=0, le=3600, description="While an import is on its way (a write-path queue holds messages), how long the web waits between two flushes of the Edge shard instead of EDGE_FLUSH_INTERVAL_S (0 = no difference). A flush holds every request of the web process for its length (0.1-0.3 s on a busy machine); the price is a longer replay after a kill in the middle of an import (issue 21).")
     edge_plain_max_points: int = Field(200_000, ge=0, description="Up to this many points the Edge shard is never indexed (no HNSW build): its segments stay plain and each search scans them. qdrant_edge holds the GIL for a whole build, so the web process answers nothing (recall, writes, /health) for seconds at 10k points and minutes at 100k; a scan of 100k points costs a search a few milliseconds. Past it the index is built as EDGE_OPTIMIZE_* say, and that build still stalls the web (a Qdrant server avoids it). 0 = always build (docs/deployment.md, Sizing).")
     edge_optimize_min_changes: int = Field(500, ge=1, description="Vector writes since the last optimize that trigger another.")
     edge_optimize_quiet_s: float = Field(5.0, ge=0, description="Vector writes must have paused this long before an optimize (keeps bulk imports from stalling behind it).")
