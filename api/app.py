@@ -138,6 +138,7 @@ async def web_lifespan(
     svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here
     app.state.settings = settings
     app.state.services = svc
+    app.state.foreground = foreground
     app.state.limits = Limits.from_settings(settings, embedder.dimensions)
     waiter = CompletionWaiter(redis_connect or (lambda: aioredis.Redis.from_url(settings.redis_url)))
     await waiter.start()

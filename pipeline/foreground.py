@@ -16,8 +16,10 @@ outside a request, which a context variable tells (it follows a request into the
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -69,6 +71,17 @@ class Foreground:
             return False
         self.waits += 1
         self._idle.wait(self._max_wait_s)
+        return True
+
+    async def give_way_async(self, poll_s: float = 0.005) -> bool:
+        """``give_way`` for work on the event loop (accepting a batch): it polls instead of
+        blocking the loop, which the request it waits for needs to finish. True when it waited."""
+        if self._max_wait_s <= 0 or _IN_REQUEST.get() or self._idle.is_set():
+            return False
+        self.waits += 1
+        deadline = time.monotonic() + self._max_wait_s
+        while not self._idle.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(poll_s)
         return True
 
 

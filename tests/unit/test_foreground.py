@@ -133,3 +133,18 @@ def test_a_stored_batch_reaches_the_graph_in_short_writes_and_whole():
     assert [len(rows) for rows in written] == [250]
     from pipeline.config import Settings
     assert Settings().graph_write_rows == 100
+
+
+def test_batch_acceptance_on_the_event_loop_waits_for_a_recall_without_blocking_it():
+    gate = Foreground(max_wait_s=60)
+
+    async def scenario():
+        gate.enter()  # a recall in flight
+        accepting = asyncio.create_task(gate.give_way_async())
+        await asyncio.sleep(0.05)
+        assert not accepting.done()  # the batch waits ...
+        gate.leave()  # ... and the loop it did not block let the recall finish
+        return await asyncio.wait_for(accepting, 10)
+
+    assert asyncio.run(scenario()) is True
+    assert asyncio.run(Foreground(max_wait_s=60).give_way_async()) is False  # nothing in flight
