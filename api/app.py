@@ -149,8 +149,7 @@ async def web_lifespan(
     app.state.engine = recall_engine(settings, svc, access)
     workers = start_vector_workers(svc, web_worker_queues(settings))
     maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings),
-                                 flush_interval=settings.edge_flush_interval_s,
-                                 busy_flush_interval=settings.edge_flush_busy_interval_s or None)
+                                 flush_interval=settings.edge_flush_interval_s)
     maintainer.start()
     if settings.web_gc_freeze:
         freeze_start_up_objects()  # last of the start-up: everything built so far is frozen

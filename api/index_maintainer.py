@@ -54,16 +54,11 @@ class IndexMaintainer(threading.Thread):
     """Every ``interval`` s considers a build; every ``flush_interval`` s flushes what was written."""
 
     def __init__(self, services: Services, interval: float, holds: BuildHolds | None = None,
-                 clock=time.monotonic, flush_interval: float | None = None, busy_flush_interval: float | None = None):
+                 clock=time.monotonic, flush_interval: float | None = None):
         super().__init__(name="vector-maintenance", daemon=True)
         self._services = services
         self._interval = interval
         self._flush_interval = flush_interval or interval
-        # While an import is on its way (a write-path queue holds messages) a flush waits this
-        # long since the last one: each flush holds the GIL (0.1-0.3 s on a busy machine), and
-        # every recall in the process with it. None: every flush_interval regardless.
-        self._busy_flush_interval = busy_flush_interval
-        self._last_flush = clock()
         self._holds = holds or BuildHolds.off()
         self._clock = clock
         self._import_held = False
@@ -101,24 +96,13 @@ class IndexMaintainer(threading.Thread):
             now = self._clock()
             if now - next_flush >= self._flush_interval:
                 next_flush = now
-                if not self._flush_waits(now):
-                    self.persist()
+                self.persist()
             if now - next_build >= self._interval:
                 next_build = now
                 self.maintain_once()
 
-    def _flush_waits(self, now: float) -> bool:
-        """Does a due flush wait for the import on its way to pause (at most busy_flush_interval)?"""
-        if self._busy_flush_interval is None or now - self._last_flush >= self._busy_flush_interval:
-            return False
-        try:
-            return write_path_busy(self._services.broker_redis)
-        except Exception:  # the broker unreachable: flush as usual
-            return False
-
     def persist(self) -> None:
         """Flush the shard if it was written: a restart then loads segments instead of replaying."""
-        self._last_flush = self._clock()
         try:
             self._services.vectors.persist()
         except Exception:

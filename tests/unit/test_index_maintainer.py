@@ -113,26 +113,3 @@ def test_the_maintainer_flushes_on_its_own_interval_even_while_a_build_is_held()
         maintainer.stop()
         maintainer.join(5)
     assert not maintainer.is_alive()
-
-
-def test_a_flush_waits_for_a_flowing_import_at_most_the_busy_interval():
-    clock = [0.0]
-    flushed: list[float] = []
-    vectors = SimpleNamespace(build_due=lambda: False, pending_changes=lambda: 0, maintain=lambda: None,
-                              persist=lambda: flushed.append(clock[0]) or 5)
-    redis = _Redis()
-    maintainer = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 3600.0, clock=lambda: clock[0],
-                                 flush_interval=5.0, busy_flush_interval=30.0)
-    redis.set("persist", 1)  # an import on its way
-    clock[0] = 10.0
-    assert maintainer._flush_waits(clock[0])  # 10 s since the last flush: it waits
-    clock[0] = 31.0
-    assert not maintainer._flush_waits(clock[0])  # 31 s: it goes, import or not
-    maintainer.persist()
-    assert flushed == [31.0] and maintainer._flush_waits(36.0)
-    redis.set("persist", 0)  # the import paused: the next tick flushes
-    assert not maintainer._flush_waits(36.0)
-    off = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 3600.0, clock=lambda: clock[0],
-                          flush_interval=5.0)
-    redis.set("persist", 1)
-    assert not off._flush_waits(36.0)  # no busy interval: every flush_interval, as before
