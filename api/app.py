@@ -22,6 +22,8 @@ from api import docs_pages, single_write
 from api.access import AccessBatcher
 from api.bind import served_bind, unauthenticated_exposure
 from api.errors import install_error_handlers
+from api.foreground import ForegroundRequests
+from api.gc_pause import freeze_start_up_objects
 from api.guard import RequestGuard
 from api.index_maintainer import BuildHolds, IndexMaintainer
 from api.mcp.server import McpEndpoint
@@ -36,6 +38,7 @@ from pipeline.stages import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
 from pipeline.embedding import provider_dimensions
 from pipeline.errors import ConfigurationError
+from pipeline.foreground import Foreground, never_wait
 from pipeline.query import RecallEngine
 from pipeline.records import Limits
 from pipeline.services import Services
@@ -127,13 +130,15 @@ async def web_lifespan(
     services: Services | None = None,
     enqueuers: Enqueuers | None = None,
     redis_connect: Callable[[], aioredis.Redis] | None = None,
+    foreground: Foreground | None = None,
 ):
     """The web process's life: open the stores and start its helpers, serve, stop them in reverse."""
-    svc = services or Services(query_side(settings))
+    svc = services or Services(query_side(settings), give_way=foreground.give_way if foreground else never_wait)
     embedder = svc.embedder  # load the model now, not on the first recall
     svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here
     app.state.settings = settings
     app.state.services = svc
+    app.state.foreground = foreground
     app.state.limits = Limits.from_settings(settings, embedder.dimensions)
     waiter = CompletionWaiter(redis_connect or (lambda: aioredis.Redis.from_url(settings.redis_url)))
     await waiter.start()
@@ -146,6 +151,8 @@ async def web_lifespan(
     maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings),
                                  flush_interval=settings.edge_flush_interval_s)
     maintainer.start()
+    if settings.web_gc_freeze:
+        freeze_start_up_objects()  # last of the start-up: everything built so far is frozen
     try:
         async with mcp.run():
             yield
@@ -171,7 +178,7 @@ def stop_workers(workers: list[dramatiq.Worker], budget_ms: int) -> None:
         worker.stop(timeout=max(0, int((deadline - time.monotonic()) * 1000)))
 
 
-def install_middleware(app: FastAPI, settings: Settings) -> None:
+def install_middleware(app: FastAPI, settings: Settings, foreground: Foreground | None = None) -> None:
     # Added before the observability middleware, so inside it: single writes are logged,
     # counted and traced like every request, then answered ahead of FastAPI's routing.
     app.add_middleware(single_write.SingleWriteFastPath)
@@ -180,6 +187,9 @@ def install_middleware(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(RequestGuard, settings=settings,
                        upload_types={ingest.SLACK_IMPORT_PATH: ingest.SLACK_UPLOAD_TYPES})
     install_observability(app, settings)
+    if foreground is not None:
+        # Outside observability: a recall is in flight from its arrival, logging included.
+        app.add_middleware(ForegroundRequests, foreground=foreground)
     app.add_middleware(PlainCommas)  # outermost: every layer (the access log too) sees plain commas
 
 
@@ -215,20 +225,22 @@ def create_app(
     refusal = unauthenticated_exposure(served_bind(settings), settings)
     if refusal:
         raise ConfigurationError(f"refusing to start: {refusal}")
+    # Recalls and /health in flight, which the web's own vector work waits for (pipeline.foreground).
+    foreground = Foreground(settings.web_background_yield_max_ms / 1000)
     app = FastAPI(
         title="mempipe",
         version="0.1.0",
         description="Long-term memory for AI agents, AutoMem-compatible, on an event-driven pipeline.",
         default_response_class=ORJSONResponse,
         # ``mcp`` is made below, with the app its tools call into; the lifespan runs only once served.
-        lifespan=lambda app: web_lifespan(app, settings, mcp, services, enqueuers, redis_connect),
+        lifespan=lambda app: web_lifespan(app, settings, mcp, services, enqueuers, redis_connect, foreground),
         # FastAPI's own schema and pages are open to anyone; api.docs_pages serves them behind the token.
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
     )
     install_error_handlers(app)
-    install_middleware(app, settings)
+    install_middleware(app, settings, foreground)
     mcp = include_routes(app, settings)
     install_openapi(app, settings, lambda: provider_dimensions(settings))
     app.include_router(docs_pages.router)

@@ -77,11 +77,13 @@ class Supervisor:
         worker_queues = [q for q in ALL_QUEUES
                          if q != ENRICH_QUEUE and not (s.uses_qdrant_edge and q in VECTOR_OWNER_QUEUES)]
         python = sys.executable
+        # The worker and the enricher run niced (EMBEDDED_BACKGROUND_NICE): on a busy machine the
+        # web, which answers recalls, gets the CPU first; the write path takes what is left.
         dramatiq_args = [python, "-m", "dramatiq", "pipeline.actors", "--worker-shutdown-timeout",
                          str(worker_shutdown_ms(s.embedded_stop_timeout_s))]
         self._spawn("worker", [*dramatiq_args, "--processes", str(s.worker_processes),
                                "--threads", str(s.worker_threads), "--queues", *worker_queues],
-                    {**env, **metrics_env(s, 0)})
+                    {**env, **metrics_env(s, 0)}, nice=s.embedded_background_nice)
         # Enrichment in its own process: its NER is CPU-bound, and sharing a GIL with the
         # persist/embed threads would slow the write path it must never hold up.
         # At a lower priority too: it waits while the write path has work, but a message that
@@ -89,7 +91,7 @@ class Supervisor:
         # model's two torch threads stall whenever either loses its core.
         self._spawn("enricher", [*dramatiq_args, "--processes", "1",
                                  "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE],
-                    {**env, **metrics_env(s, 1)}, nice=s.embedded_enricher_nice)
+                    {**env, **metrics_env(s, 1)}, nice=min(19, s.embedded_background_nice + s.embedded_enricher_nice))
         self._spawn("clock", [python, "-m", "ops.clock"], env)
         self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
                             "--port", str(s.port), "--no-access-log"], env)

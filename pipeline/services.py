@@ -17,6 +17,7 @@ from pipeline.enrichment.entities import EntityExtractor
 from pipeline.graph import GraphStore
 from pipeline.observability.metrics import InstrumentedEmbedder, InstrumentedStore, PipelineMetrics, process_metrics
 from pipeline.tracking import PipelineTracker
+from pipeline.foreground import never_wait
 from pipeline.vectors import QdrantServerVectorStore, VectorStore, build_vector_store
 from pipeline.vectors.registry import CollectionRegistry, CollectionSpec
 
@@ -34,8 +35,12 @@ class Services:
         broker_redis: redis.Redis | None = None,
         entities: EntityExtractor | None = None,
         metrics: Callable[[], PipelineMetrics] = process_metrics,
+        give_way: Callable[[], bool] = never_wait,
     ):
         self.settings = settings
+        # What this process's stores call before a step of background work (pipeline.foreground):
+        # the web's recalls in flight; nothing elsewhere.
+        self._give_way = give_way
         self._lock = threading.RLock()
         self._graph = graph
         self._vectors = vectors
@@ -101,7 +106,7 @@ class Services:
             with self._lock:
                 store = self._stores.get(spec.name)
                 if store is None:
-                    raw = build_vector_store(self.settings, spec.dims, spec.name, self._server_client())
+                    raw = build_vector_store(self.settings, spec.dims, spec.name, self._server_client(), self._give_way)
                     raw.ensure_collection()
                     if self.settings.uses_qdrant_edge:
                         self._claim_edge(spec.name, raw)

@@ -185,6 +185,7 @@ class InputLimitSettings(SettingsGroup):
     recall_max_query_chars: int = Field(2000, ge=100, le=100_000, description="Longest query text (query, and each of queries[]) accepted by recall, in characters (400 above).")
     recall_max_list_items: int = Field(100, ge=1, le=10_000, description="Most values a list parameter of recall may carry: tags, exclude_tags, context_tags, context_types, priority_ids (400 above).")
     falkordb_query_timeout_ms: int = Field(3000, ge=100, le=9000, description="Longest a graph read made while answering a request may run; FalkorDB stops it there and the request answers 503 (background reads stop at 9.5 s, before the client's 10 s socket timeout).")
+    graph_write_rows: int = Field(100, ge=0, le=5000, description="Memories per graph write query when a batch is stored (0 = the whole batch in one query). A write holds the graph and every recall's graph reads wait behind it: smaller queries let them in between (issue 21, recall during an import).")
     slack_export_max_member_bytes: int = Field(67_108_864, ge=1024, description="Largest uncompressed size of one export file the import reads (users.json, channels.json, a day file): each is read whole. An export with a larger one is refused (413 at upload).")
     slack_export_max_total_bytes: int = Field(8_589_934_592, ge=1024, description="Largest uncompressed size of all an export .zip's files together (a small zip can declare terabytes). A larger export is refused (413 at upload).")
 
@@ -305,6 +306,9 @@ class ProcessSettings(SettingsGroup):
 
     title: ClassVar[str] = "Processes"
     tier: ClassVar[Tier] = "advanced"
+    web_background_yield_max_ms: int = Field(250, ge=0, le=10_000, description="How long the web process's own background vector work (Edge upserts in chunks of 128 points, SIMILAR_TO search batches, shard flushes) waits before each step while a recall or /health is in flight, at most (0 = never waits). Those steps hold the GIL the recall needs; under a continuous stream of recalls the work still advances one step per this many ms (pipeline.foreground).")
+    web_gc_freeze: bool = Field(True, description="Whether the web process exempts what it holds after start-up from Python's garbage collector (gc.freeze()): a full collection then walks only what was allocated since, instead of stopping every request for 0.1-0.3 s while an import flows (api.gc_pause).")
+    embedded_background_nice: int = Field(10, ge=0, le=19, description="Niceness the launcher (make run) gives the worker and enricher processes, so that on a busy machine the web answering recalls gets the CPU first and the write path and enrichment take what is left (0 = the same priority as the web).")
 
     retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
     retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
@@ -313,7 +317,7 @@ class ProcessSettings(SettingsGroup):
     clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")
     embedded: bool = Field(False, alias="MEMPIPE_EMBEDDED", description="Set by the one-command launcher: child stores, generated tokens.")
     embedded_stop_timeout_s: float = Field(10.0, gt=0, le=600, description="Embedded default: how long Ctrl-C waits for its processes to stop (workers put back what they have not finished) before it kills what is left, each with every process it forked.")
-    embedded_enricher_nice: int = Field(10, ge=0, le=19, description="Embedded default: the OS niceness of the enrichment worker (0 = as the others). Enrichment takes what the write path leaves: when both want the cores, the model's embedding calls get them.")
+    embedded_enricher_nice: int = Field(10, ge=0, le=19, description="Embedded default: how many steps further below the worker (EMBEDDED_BACKGROUND_NICE) the launcher starts the enrichment worker, capped at 19 (0 = as the worker). Enrichment takes what the write path leaves: when both want the cores, the model's embedding calls get them.")
     embedded_store_answer_timeout_s: float = Field(20.0, gt=0, le=600, description="Embedded default: how long a starting redis-server may go without answering, or while loading without progress, before the launcher gives up (a loading server is waited for as long as it progresses).")
     worker_metrics_dir: Path = Field(Path("/tmp/mempipe-worker-metrics"), description="Where worker processes share their metric files (prometheus_client multiprocess mode); one subfolder per dramatiq command.")
     edge_text_backfill: bool = Field(False, description="Repack an Edge shard written before the keyword text index so that keyword search runs in the shard (new shards have it from the start). Off by default: above EDGE_PLAIN_MAX_POINTS the repack is followed by a full index build, during which the web process answers nothing (qdrant_edge holds the GIL); enable it for a maintenance window. Until then keyword search uses the graph's full-text index.")

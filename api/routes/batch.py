@@ -59,6 +59,11 @@ async def store_batch(
     writes: Annotated[WritePath, Depends(get_writes)],
 ):
     settings = services.settings
+    foreground = getattr(request.app.state, "foreground", None)
+    if foreground is not None:
+        # Parsing and validating 500 memories is ~30 ms of the event loop's GIL: a recall in
+        # flight goes first (pipeline.foreground).
+        await foreground.give_way_async()
     body = await read_json(request, settings.batch_max_request_bytes)
     items = extract_items(body, settings.batch_max_items)
     await writes.admit()

@@ -150,12 +150,13 @@ class RealStack:
 
     def __enter__(self) -> Stack:
         self.stack.start_web(timeout=180)
-        self.stack.start_worker(processes=1, threads=Settings.model_fields["worker_threads"].default,
-                                queues=["persist", "embed", "maintenance"])
-        # as ops.serve starts it: as many threads as the worker, EMBEDDED_ENRICHER_NICE lower
-        self.stack.start_enrich_worker(threads=Settings.model_fields["worker_threads"].default,
-                                       nice=int(self.overrides.get("EMBEDDED_ENRICHER_NICE",
-                                                                   Settings.model_fields["embedded_enricher_nice"].default)))
+        # as ops.serve starts them: the worker EMBEDDED_BACKGROUND_NICE lower than the web, the
+        # enricher EMBEDDED_ENRICHER_NICE lower still, with as many threads as the worker
+        settings = Settings(**self.overrides)
+        self.stack.start_worker(processes=1, threads=settings.worker_threads,
+                                queues=["persist", "embed", "maintenance"], nice=settings.embedded_background_nice)
+        self.stack.start_enrich_worker(threads=settings.worker_threads,
+                                       nice=min(19, settings.embedded_background_nice + settings.embedded_enricher_nice))
         with self.stack.client(timeout=180) as api:
             assert api.post("/memory", json={"content": "warm-up"}).status_code == 201
         return self.stack

@@ -21,7 +21,10 @@ The package, by job:
 
 from __future__ import annotations
 
+from typing import Callable
+
 from pipeline.config import Settings
+from pipeline.foreground import never_wait
 from pipeline.vectors.edge import (
     EDGE_COVERED_FIELDS,
     EDGE_NATIVE_FIELDS,
@@ -54,14 +57,16 @@ __all__ = [
 ]
 
 
-def build_vector_store(settings: Settings, vector_size: int, collection: str | None = None, client=None) -> VectorStore:
-    """A store for ``collection`` (default ``QDRANT_COLLECTION``); server stores may share one ``client``."""
+def build_vector_store(settings: Settings, vector_size: int, collection: str | None = None, client=None,
+                       give_way: Callable[[], bool] = never_wait) -> VectorStore:
+    """A store for ``collection`` (default ``QDRANT_COLLECTION``); server stores may share one ``client``.
+    An Edge store calls ``give_way`` before each step of background work (pipeline.foreground)."""
     name = collection or settings.qdrant_collection
     if settings.uses_qdrant_edge:
         return EdgeVectorStore(
             str(settings.edge_path.parent / name), vector_size, settings.edge_optimize_min_changes,
             settings.edge_optimize_quiet_s, settings.edge_payload_memory, settings.edge_text_backfill,
-            settings.edge_plain_max_points,
+            settings.edge_plain_max_points, give_way,
         )
     return QdrantServerVectorStore(client or QdrantServerVectorStore.client_for(settings), name, vector_size)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
+from pipeline.foreground import never_wait
 from pipeline.graph import Scope
 from pipeline.records import point_id_for
 from pipeline.vectors import edge_text, shard_lock
@@ -40,6 +41,10 @@ INDEX_BUILD_FINISHED = "edge index build finished"
 # process's other threads (recall, /health) a turn between calls.
 SEARCH_BATCH_SCAN_POINTS = 1_000_000
 SEARCH_BATCH_MAX = 64
+# Points per ``update`` call of an upsert: each call holds the GIL (with building its points,
+# ~60 us a point), and the process's foreground requests get their turn between calls
+# (``give_way``, pipeline.foreground): 128 points hold it ~5-10 ms.
+UPSERT_CHUNK = 128
 # What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document):
 # the indexed ones, ``content`` included (its scored text index is keyword search, see
 # pipeline.vectors.edge_text).
@@ -74,7 +79,8 @@ class EdgeVectorStore:
     backend = "qdrant-edge"
 
     def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0,
-                 payload_memory: str = "pinned", text_backfill: bool = False, plain_max_points: int = 0):
+                 payload_memory: str = "pinned", text_backfill: bool = False, plain_max_points: int = 0,
+                 give_way: Callable[[], bool] = never_wait):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -104,6 +110,9 @@ class EdgeVectorStore:
         # An older shard's one-off repack, then a full index build that stalls the process (the
         # build holds the GIL): automatic only where the caller allows it (EDGE_TEXT_BACKFILL).
         self._text_backfill = text_backfill
+        # Called before each step of work that runs outside a request (upsert chunks, search
+        # batches, flushes): in the web it waits while a recall or /health is in flight.
+        self._give_way = give_way
 
     def ensure_collection(self) -> None:
         qe = self._qe
@@ -195,12 +204,15 @@ class EdgeVectorStore:
 
     def upsert(self, points: list[VectorPoint]) -> None:
         qe = self._qe
-        built = [qe.Point(p.point_id or point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in points]
-        with self._payload_lock:  # never between a payload merge's read and its write
-            self._shard.update(qe.UpdateOperation.upsert_points(built))
-        self._changes += len(points)
-        self._unflushed += len(points)
-        self._last_change = time.monotonic()
+        for start in range(0, len(points), UPSERT_CHUNK):  # short steps: see UPSERT_CHUNK
+            chunk = points[start:start + UPSERT_CHUNK]
+            self._give_way()
+            built = [qe.Point(p.point_id or point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in chunk]
+            with self._payload_lock:  # never between a payload merge's read and its write
+                self._shard.update(qe.UpdateOperation.upsert_points(built))
+            self._changes += len(chunk)
+            self._unflushed += len(chunk)
+            self._last_change = time.monotonic()
 
     def delete(self, memory_ids: list[str]) -> None:
         self._shard.update(self._qe.UpdateOperation.delete_points([point_id_for(m) for m in memory_ids]))
@@ -260,6 +272,7 @@ class EdgeVectorStore:
         def batched(requests: list) -> list:
             out: list = []
             for start in range(0, len(requests), step):  # each call holds the GIL: see SEARCH_BATCH_SCAN_POINTS
+                self._give_way()
                 out += self._shard.query_batch(qe.QueryBatchRequest(requests[start:start + step]))
             return out
 
@@ -367,6 +380,8 @@ class EdgeVectorStore:
         next open loads segments instead of replaying writes. It holds the GIL like every call
         into the binding, for a time that grows with what changed since the last one.
         """
+        if self._unflushed and self._shard is not None:
+            self._give_way()
         written, self._unflushed = self._unflushed, 0
         if written and self._shard is not None:
             self._shard.flush()

@@ -41,8 +41,9 @@ def test_a_child_spawned_nice_runs_that_many_steps_lower_and_so_does_what_it_for
             serve.kill_group(process)
 
 
-def test_only_the_enricher_is_started_nice(monkeypatch, tmp_path):
-    supervisor = serve.Supervisor(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EMBEDDED_ENRICHER_NICE=7))
+def test_the_worker_is_started_nice_and_the_enricher_nicer_still(monkeypatch, tmp_path):
+    supervisor = serve.Supervisor(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EMBEDDED_BACKGROUND_NICE=2,
+                                           EMBEDDED_ENRICHER_NICE=7))
     for server in (supervisor.broker, supervisor.graph):
         monkeypatch.setattr(server, "start", lambda *args, **kwargs: None)
     niceness: dict[int, int] = {}
@@ -54,5 +55,5 @@ def test_only_the_enricher_is_started_nice(monkeypatch, tmp_path):
     monkeypatch.setattr(serve, "spawn_child", spawn)
     supervisor.start()
     by_name = {name: niceness[position] for position, (name, _) in enumerate(supervisor.children)}
-    assert by_name == {"worker": 0, "enricher": 7, "clock": 0, "web": 0}
-    assert Settings().embedded_enricher_nice > 0  # shipped on
+    assert by_name == {"worker": 2, "enricher": 9, "clock": 0, "web": 0}
+    assert Settings().embedded_enricher_nice > 0 and Settings().embedded_background_nice > 0  # shipped on
