@@ -28,6 +28,17 @@ _TITLE_WORD = re.compile(r"\b([A-Z][a-z]+)(?:['’]s\b)?")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\s*[\"'“(]*$")
 
 
+def name_spans(text: str) -> list[tuple[str, int, int, bool]]:
+    """Each name in ``text``: the name, where its match starts and ends, whether it is possessive."""
+    spans = []
+    for match in _TITLE_WORD.finditer(text):
+        word = match.group(1)
+        if word in _KEEP or _SENTENCE_START.search(text[: match.start()]):
+            continue
+        spans.append((word, match.start(), match.end(), match.end() > match.end(1)))
+    return spans
+
+
 @lru_cache(maxsize=4096)
 def without_names(text: str | None) -> str | None:
     """``text`` with its names removed; None when it names none (or is only names)."""
