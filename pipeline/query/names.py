@@ -22,6 +22,8 @@ _KEEP = {
     "I", "I'm", "I've", "I'd", "I'll",
     *"January February March April May June July August September October November December".split(),
     *"Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split(),
+    # their abbreviations: REALTALK's questions write dates as "5 Jan 2024"
+    *"Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun".split(),
 }
 # A title-case word (one capital, then lower-case letters), its possessive with it.
 _TITLE_WORD = re.compile(r"\b([A-Z][a-z]+)(?:['’]s\b)?")

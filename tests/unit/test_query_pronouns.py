@@ -22,6 +22,7 @@ from pipeline.query.pronouns import in_first_person
     ("What did Elise say to Kate about Kate's dog?", "What did I say to you about your dog?"),
     ("What did Emi make on 29 May 2023?", "What did I make on 29 May 2023?"),
     ("Was Bob’s dog happy?", "Was my dog happy?"),
+    ("What did Elise play 5 Jan 2024?", "What did I play 5 Jan 2024?"),
     ("What did Gina tell Jon about Gina?", "What did I tell you about me?"),
 ])
 def test_names_become_pronouns(text, expected):
