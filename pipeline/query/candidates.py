@@ -18,6 +18,7 @@ from pipeline.graph import GraphStore, Scope, metadata_search_text
 from pipeline.query.keywords import fulltext_terms, stem
 from pipeline.query.lexical import PoolBM25
 from pipeline.query.names import without_names
+from pipeline.query.pronouns import in_first_person
 from pipeline.vectors import VectorQuery, VectorStore
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,10 @@ class VectorStatus:
         return body
 
 
+# the query's second text (RECALL_QUERY_NAMELESS_FORM)
+_SECOND_FORMS = {"drop": without_names, "pronouns": in_first_person}
+
+
 class CandidateSources:
     """The stores, reached lazily (a store that is down must not stop the others)."""
 
@@ -85,15 +90,17 @@ class CandidateSources:
     def graph(self) -> GraphStore:
         return self._graph()
 
-    def query_vector(self, text: str, status: VectorStatus, nameless_weight: float = 0.0) -> list[float]:
+    def query_vector(self, text: str, status: VectorStatus, nameless_weight: float = 0.0,
+                     nameless_form: str = "drop") -> list[float]:
         """The query's embedding; when the provider fails, the spec's deterministic placeholder.
 
         With ``nameless_weight`` and a query that names someone, the normalised sum of the
-        query's vector and ``nameless_weight`` × the vector of the query without its names
-        (``names.py``), both from one provider call.
+        query's vector and ``nameless_weight`` × the vector of its second form, both from one
+        provider call: ``drop`` leaves its names out (``names.py``), ``pronouns`` puts them as
+        the speakers would say them (``pronouns.py``).
         """
         try:
-            nameless = without_names(text) if nameless_weight > 0 else None
+            nameless = _SECOND_FORMS[nameless_form](text) if nameless_weight > 0 else None
             if nameless is None:
                 return self._embedder().embed([text])[0]
             plain, other = self._embedder().embed([text, nameless])

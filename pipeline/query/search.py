@@ -48,6 +48,7 @@ class SearchPolicy:
     keyword_per_result: int
     keyword_source: str
     nameless_weight: float  # the query also embedded without its names (query/names.py)
+    nameless_form: str  # ... its names left out ("drop") or as pronouns ("pronouns", query/pronouns.py)
     scope_prefixes: tuple[str, ...]  # the neighbour read pairs a batch's turns before enrichment chains them
     lexical: PoolBM25 = field(default_factory=PoolBM25)
 
@@ -68,6 +69,7 @@ class SearchPolicy:
             keyword_per_result=settings.recall_keyword_per_result,
             keyword_source=settings.recall_keyword_source,
             nameless_weight=settings.recall_query_nameless_weight,
+            nameless_form=settings.recall_query_nameless_form,
             scope_prefixes=settings.scope_prefixes,
         )
 
@@ -138,7 +140,8 @@ class QuerySearch:
 
         vector = request.embedding
         if vector is None:
-            vector = self._sources.query_vector(text, ctx.vector_status, self._policy.nameless_weight)
+            vector = self._sources.query_vector(text, ctx.vector_status, self._policy.nameless_weight,
+                                                 self._policy.nameless_form)
         ctx.query_vectors[text] = vector
         sidecar = None
         if text and self._policy.metadata_enabled:

@@ -40,7 +40,7 @@ class _Sources:
         self.memories = {m["id"]: m for m in [EVIDENCE, OTHER, *CHATTER]}
         self.rescored: list[str] = []
 
-    def query_vector(self, text, status, nameless_weight=0.0):
+    def query_vector(self, text, status, nameless_weight=0.0, nameless_form="drop"):
         return [text]  # stands for the embedding of ``text``
 
     def vector(self, vector, scope, limit, status, query):
