@@ -153,6 +153,15 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Is ``pid`` a running process (not gone, not a zombie waiting to be reaped)?"""
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def rss_mb(pid: int) -> float | None:
     try:
         for line in (Path("/proc") / str(pid) / "status").read_text().splitlines():

@@ -49,7 +49,7 @@ from pathlib import Path
 import httpx
 
 from ops.bench import locomo
-from ops.bench.embedded import EmbeddedService, descendants, rss_mb
+from ops.bench.embedded import EmbeddedService, alive, descendants, rss_mb
 from ops.bench.real import DATA, conversation_turns, raw_model_rate, slack_texts
 from ops.bench.restart import kill_all
 from pipeline.config import Settings
@@ -218,7 +218,7 @@ def stop_and_restart(service: EmbeddedService, how: str, start_timeout: float) -
         kill_all(service)
     stop_s = round(time.monotonic() - started, 2)
     time.sleep(0.5)  # a process killed by its parent's exit still needs a moment to be reaped
-    orphans = [pid for pid in tree if _alive(pid)]
+    orphans = [pid for pid in tree if alive(pid)]
     for pid in orphans:  # leave the machine clean for what follows; the row reports them
         os.kill(pid, signal.SIGKILL)
     offset = log_size(service)
@@ -228,14 +228,6 @@ def stop_and_restart(service: EmbeddedService, how: str, start_timeout: float) -
     after = health(service).get("memory_count")
     return {"how": how, "stop_s": stop_s, "orphans": len(orphans), "restart_s": restart_s,
             "memories_before": before, "memories_after": after, "log_errors": quiet_start(service, offset)}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def questions(limit: int = 400) -> list[str]:

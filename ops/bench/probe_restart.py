@@ -37,7 +37,7 @@ from pathlib import Path
 
 import httpx
 
-from ops.bench.embedded import EmbeddedService, descendants
+from ops.bench.embedded import EmbeddedService, alive, descendants
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -151,14 +151,6 @@ def timed_stop(service: EmbeddedService, timeout: float = 90) -> dict:
     service.process.wait(timeout)
     return {"stop_s": round(time.monotonic() - started, 2), "gone": gone,
             "left": [pid for pid in tree if alive(pid)]}
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 # One data dir for every run, the build's and each round's: the shard's owner record in the
