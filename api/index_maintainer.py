@@ -91,14 +91,14 @@ class IndexMaintainer(threading.Thread):
 
     def run(self) -> None:
         tick = min(self._interval, self._flush_interval)
-        next_build = next_flush = self._clock()
+        last_build = last_flush = self._clock()
         while not self._halt.wait(tick):
             now = self._clock()
-            if now - next_flush >= self._flush_interval:
-                next_flush = now
+            if now - last_flush >= self._flush_interval:
+                last_flush = now
                 self.persist()
-            if now - next_build >= self._interval:
-                next_build = now
+            if now - last_build >= self._interval:
+                last_build = now
                 self.maintain_once()
 
     def persist(self) -> None:
