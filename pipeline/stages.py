@@ -197,7 +197,7 @@ def message_chunks(items: list, size: int) -> list[list]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
-def send_embed(items: list[EmbedItem], batch_size: int, *, by_length: bool = True) -> None:
+def send_embed(items: list[EmbedItem], batch_size: int, *, by_length: bool) -> None:
     """Cut into messages of ``batch_size``; ``by_length`` (EMBED_GROUP_BY_LENGTH): of similar
     text lengths, so each provider call pads little (``pipeline.embed_batches``)."""
     for chunk in message_chunks(embed_order(items) if by_length else items, batch_size):

@@ -95,7 +95,7 @@ def update_memory(memory_id: str, changes: dict[str, Any]) -> None:
     if vector is not None:
         send_vectors([{**item, "vector": vector}])
     elif "content" in changes:
-        send_embed([item], svc.settings.embed_batch_size)
+        send_embed([item], svc.settings.embed_batch_size, by_length=svc.settings.embed_group_by_length)
     else:
         send_update_payload(memory_id, item["payload"])
 

@@ -40,7 +40,7 @@ def test_send_embed_cuts_length_sorted_messages_of_the_same_size(monkeypatch):
     sent: list[list[dict]] = []
     monkeypatch.setattr(stages, "send", lambda actor, chunk: sent.append(chunk))
 
-    stages.send_embed(list(items), 64)
+    stages.send_embed(list(items), 64, by_length=True)
 
     assert [len(message) for message in sent] == [64] * 7 + [52]
     assert sorted(item["id"] for message in sent for item in message) == sorted(item["id"] for item in items)
