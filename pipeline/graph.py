@@ -298,6 +298,8 @@ class GraphStore:
             # Enrichment: exact-duplicate groups, and scope members (an array index serves `x IN m.tags`).
             "CREATE INDEX FOR (m:Memory) ON (m.content_hash)",
             "CREATE INDEX FOR (m:Memory) ON (m.tags)",
+            # /health's count leaves the excluded types out by their index (count_memories).
+            "CREATE INDEX FOR (m:Memory) ON (m.type)",
         )
         for statement in statements:
             try:
@@ -355,11 +357,16 @@ class GraphStore:
         return {m["id"]: m for m in memories}
 
     def count_memories(self, excluded_types: Iterable[str] = ()) -> int:
-        rows = self._read_or_none(
-            "MATCH (m:Memory) WHERE NOT coalesce(m.type, '') IN $excluded RETURN count(m)",
-            {"excluded": list(excluded_types)},
-        )
-        return int(rows[0][0]) if rows else 0
+        """Memories whose type is not excluded. /health asks on every call, so it is two cheap
+        reads: the label's count (kept by FalkorDB, no scan) less the excluded types' (the type
+        index); a filter over every node would cost a scan of the whole graph (48 ms at 200k)."""
+        rows = self._read_or_none("MATCH (m:Memory) RETURN count(m)")
+        total = int(rows[0][0]) if rows else 0
+        excluded = list(excluded_types)
+        if not excluded or not total:
+            return total
+        rows = self._read_or_none("MATCH (m:Memory) WHERE m.type IN $excluded RETURN count(m)", {"excluded": excluded})
+        return total - (int(rows[0][0]) if rows else 0)
 
     def read(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """A read-only query for the recall modules; callers pass values only as parameters."""

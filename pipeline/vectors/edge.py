@@ -344,11 +344,16 @@ class EdgeVectorStore:
             self._unflushed += len(payloads)
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
+        """Points whose type is not excluded. /health asks on every call, so it is the shard's
+        point count (kept in its segments' info) less the excluded types' count from the
+        ``type`` index; a ``must_not`` count checks every point's payload, holding the GIL for
+        tens of milliseconds at 100k."""
         qe = self._qe
-        if not excluded_types:
-            return self.count()
-        flt = qe.Filter(must_not=[qe.FieldCondition(key="type", match=qe.MatchAny(sorted(excluded_types)))])
-        return int(self._shard.count(qe.CountRequest(exact=True, filter=flt)))
+        total = int(self._shard.info().points_count)
+        if not excluded_types or not total:
+            return total
+        flt = qe.Filter(must=[qe.FieldCondition(key="type", match=qe.MatchAny(sorted(excluded_types)))])
+        return total - int(self._shard.count(qe.CountRequest(exact=True, filter=flt)))
 
     def ping(self) -> bool:
         return self._shard is not None

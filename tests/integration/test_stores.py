@@ -543,3 +543,55 @@ def test_edge_persist_puts_writes_in_the_segments_so_a_start_replays_no_log(tmp_
     assert store.persist() == 2
     assert _open_segments_only(shard_dir, tmp_path, "again") == 19
     store.close()
+
+
+def test_edge_memory_count_from_the_shard_info_matches_a_filtered_count(tmp_path):
+    """/health's vector count is the shard's point count less the excluded types' (both cheap):
+    it must equal the exact count of the points not excluded, whatever the shard went through
+    (overwrites, a type changed in place, deletes, an index build, a flush and a reopen)."""
+    excluded = frozenset({"MetaPattern"})
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE, optimize_min_changes=1)
+
+    def exact() -> int:
+        qe = store._qe
+        flt = qe.Filter(must_not=[qe.FieldCondition(key="type", match=qe.MatchAny(sorted(excluded)))])
+        return int(store._shard.count(qe.CountRequest(exact=True, filter=flt)))
+
+    store.ensure_collection()
+    assert store.count_memories(excluded) == 0
+    store.upsert([point(f"p{i}", i, ["t"], "MetaPattern" if i % 5 == 0 else "Context") for i in range(40)])
+    assert store.count_memories(excluded) == exact() == 32 and store.count_memories() == 40
+    store.upsert([point(f"p{i}", i, ["t"], "MetaPattern") for i in range(1, 4)])  # overwrites, now excluded
+    assert store.count_memories(excluded) == exact() == 29
+    store.set_payloads({"p0": {"type": "Context"}, "p6": {"type": "MetaPattern"}})
+    assert store.count_memories(excluded) == exact() == 29
+    store.delete(["p0", "p7", "p8", "missing"])
+    assert store.count_memories(excluded) == exact() == 26 and store.count_memories() == 37
+    store.maintain()
+    store.persist()
+    assert store.count_memories(excluded) == exact() == 26
+    store.close()
+
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE)
+    store.ensure_collection()
+    assert store.count_memories(excluded) == exact() == 26 and store.count_memories() == 37
+    store.close()
+
+
+def test_graph_memory_count_leaves_excluded_types_out_by_their_index(servers):
+    """The label's count less the excluded types' (two cheap reads, /health's every call): a
+    memory with no type counts, a missing graph counts nothing, the type index is in place."""
+    graph_name = f"count_{uuid.uuid4().hex[:8]}"
+    store = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), graph_name)
+    assert store.count_memories({"MetaPattern"}) == 0  # never written
+    store.ensure_schema()
+    store.upsert_memories([build_new_record({"content": f"m{i}", "id": f"m{i}", "type": "Context"}, LIMITS) for i in range(7)])
+    raw = FalkorDB(host="127.0.0.1", port=servers.graph.port).select_graph(graph_name)
+    # consolidation's MetaPattern memories are written by the cluster cycle, not through the API
+    raw.query("UNWIND range(1, 3) AS i CREATE (:Memory {id: 'pattern-' + toString(i), type: 'MetaPattern'})")
+    raw.query("CREATE (:Memory {id: 'untyped', content: 'x'})")
+    assert store.count_memories() == 11
+    assert store.count_memories({"MetaPattern"}) == 8
+    assert store.count_memories({"MetaPattern", "Context"}) == 1
+    assert "Node By Index Scan" in str(raw.explain("MATCH (m:Memory) WHERE m.type IN $excluded RETURN count(m)",
+                                                   {"excluded": ["MetaPattern"]}))
