@@ -13,9 +13,11 @@ dir with nothing set but ports and tokens, and then:
    ``--memories`` asks for more, sends real texts (Slack messages, LoCoMo and REALTALK turns,
    cycled with a counter so that each is new) through ``POST /memory/batch`` until that many;
 3. stores ``--singles`` conversation turns one at a time with ``--clients`` clients, each
-   waiting for its answer (default ``wait``);
-4. all along, a prober recalls every 100 ms and reads ``/health`` every second; latencies and
-   errors are kept per phase;
+   waiting for its answer (default ``wait``): once with nothing else asking (the rate issue 21
+   holds to the model's), then ``--singles`` more turns with the prober running (what a user
+   whose agents recall meanwhile gets);
+4. all along (but for the first singles), a prober recalls every 100 ms and reads ``/health``
+   every second; latencies and errors are kept per phase;
 5. times, after the last write, until every memory is recallable and until enrichment and
    SIMILAR_TO are done;
 6. stops with Ctrl-C (SIGINT) and checks no process of the launcher's tree outlives it, starts
@@ -69,6 +71,7 @@ class Prober(threading.Thread):
         self.service, self.queries = service, queries
         self.recall_every, self.health_every = recall_every, health_every
         self.phase = "start"
+        self.paused = threading.Event()  # set: no probes (a phase measured with nothing else asking)
         self.samples: list[tuple[str, str, float, int]] = []  # (phase, kind, seconds, status; 0 = no answer)
         self._stop_event = threading.Event()
 
@@ -77,6 +80,9 @@ class Prober(threading.Thread):
             next_health, n = 0.0, 0
             while not self._stop_event.is_set():
                 now = time.monotonic()
+                if self.paused.is_set():
+                    self._stop_event.wait(self.recall_every)
+                    continue
                 if now >= next_health:
                     self._probe(api, "health", "/health", {})
                     next_health = now + self.health_every
@@ -241,14 +247,16 @@ def questions(limit: int = 400) -> list[str]:
 def run_use(args: argparse.Namespace) -> dict:
     exports = [DATA / "slack-dev" / name for name in args.exports.split(",") if name]
     texts = [t for export in exports for t in slack_texts(export)]
-    turns = conversation_turns(args.singles + 5000)
-    singles, extra_texts = turns[:args.singles], [t["content"] for t in turns[args.singles:]]
+    turns = conversation_turns(2 * args.singles + 5000)
+    singles, probed_singles = turns[:args.singles], turns[args.singles:2 * args.singles]
+    extra_texts = [t["content"] for t in turns[2 * args.singles:]]
     print("measuring the model's own rate on the same texts …", flush=True)
     # Each phase is held to the model's rate on its own texts: Slack contents and conversation
     # turns differ several-fold in length, so one rate for both would flatter one of them.
     imported_texts = (texts + extra_texts)[:max(len(texts), args.memories)]
     raw = {"import": raw_model_rate(imported_texts[:args.raw_texts or None], Settings(), sorted_within=BATCH),
-           "singles": raw_model_rate([t["content"] for t in singles], Settings())}
+           "singles": raw_model_rate([t["content"] for t in singles], Settings()),
+           "singles_probed": raw_model_rate([t["content"] for t in probed_singles], Settings())}
     service = EmbeddedService()
     report: dict = {"mode": "use", "raw_model": raw}
     prober = None
@@ -273,14 +281,19 @@ def run_use(args: argparse.Namespace) -> dict:
                             "accept_s": round(accepted - started, 1),
                             "end_to_end_s": round(accepted - started + recallable, 1),
                             "rate": round((imported + topped) / (accepted - started + recallable), 1)}
-        prober.phase = "singles"
-        started = time.monotonic()
-        phases["singles"] = store_singles(service, singles, args.clients)
-        answered = time.monotonic()
-        stored = phases["singles"]["status_201"] + phases["singles"]["status_202"]
-        count = imported + topped + stored
-        recallable = wait_for(service, write_path_done(count), args.timeout, "singles recallable")
-        phases["singles"].update(end_to_end_s=round(answered - started + recallable, 1),
+        count = imported + topped
+        for phase, batch in (("singles", singles), ("singles_probed", probed_singles)):
+            prober.phase = phase
+            if phase == "singles":
+                prober.paused.set()
+            started = time.monotonic()
+            phases[phase] = store_singles(service, batch, args.clients)
+            answered = time.monotonic()
+            stored = phases[phase]["status_201"] + phases[phase]["status_202"]
+            count += stored
+            recallable = wait_for(service, write_path_done(count), args.timeout, f"{phase} recallable")
+            prober.paused.clear()
+            phases[phase].update(end_to_end_s=round(answered - started + recallable, 1),
                                  rate=round(stored / (answered - started + recallable), 1))
         prober.phase = "background"
         phases["background_after_last_write_s"] = round(
@@ -372,10 +385,14 @@ def render(report: dict) -> str:
                          f"| {r['recall_tagged']['p50_ms']} / {r['recall_tagged']['p95_ms']} | {r['web_rss_mb']} "
                          f"| {r['restart']['restart_s']} | {cycles} |")
         return "\n".join(lines)
-    imp, single = report["phases"]["import"], report["phases"]["singles"]
+    phases = report["phases"]
     lines = ["| phase | memories | /s | model alone /s (in order / length-sorted) | ÷ model | recall p99 / max ms "
              "| /health max ms | probe errors |", "|---|---|---|---|---|---|---|---|"]
-    for name, row, count in (("import", imp, imp["imported"] + imp["topped_up"]), ("singles", single, single["writes"])):
+    for name in ("import", "singles", "singles_probed"):
+        row = phases.get(name)
+        if row is None:
+            continue
+        count = row["writes"] if "writes" in row else row["imported"] + row["topped_up"]
         probe = report["probes"].get(name, {})
         recall, healthz = probe.get("recall", {}), probe.get("health", {})
         model = report["raw_model"][name]
@@ -399,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.bench.lifecycle", description=__doc__.splitlines()[0])
     parser.add_argument("--exports", default="r-contributors,houstondatavis", help="folders of shared/data/slack-dev")
     parser.add_argument("--memories", type=int, default=0, help="top the import up to this many with real texts")
-    parser.add_argument("--singles", type=int, default=1500, help="conversation turns stored one at a time")
+    parser.add_argument("--singles", type=int, default=1500,
+                        help="conversation turns stored one at a time, alone; as many again under recall")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--raw-texts", type=int, default=0,
                         help="at most this many of the imported texts for the model's own rate (0: all of them)")

@@ -39,13 +39,28 @@ def test_suite_reads_the_use_run_as_ratios_to_the_model_on_each_phases_texts_and
     assert rows["import"]["probe_errors"] == 1 and rows["singles"]["over_model"] == 1.5
     assert [r["how"] for r in f["restarts"]] == ["ctrl-c", "kill -9"] and f["start_log_errors"] == 1
     table = "\n".join(render.lifecycle(f, {}))
-    assert "| import | 1,200 | 36.0 | 40.0 | 0.90× | 0.50× |" in table
+    assert "| Slack import | 1,200 | 36.0 | 40.0 | 0.90× | 0.50× |" in table
     assert "| kill -9 | 0.1 | 0 | 8.5 | 1,500 → 1,500 | 0 |" in table
 
 
 def test_suite_reads_an_older_use_run_with_one_model_rate_for_both_phases():
     rows = {r["phase"]: r for r in figures.lifecycle({**USE, "raw_model": {"rate": 40.0}})["rows"]}
     assert rows["import"]["over_model"] == 0.9 and rows["singles"]["over_model"] == 0.75
+    assert "singles_probed" not in rows  # older files: the singles ran with the prober on
+
+
+def test_suite_reads_the_singles_measured_alone_and_under_recall_side_by_side():
+    data = {**USE, "raw_model": {**USE["raw_model"], "singles_probed": {"rate": 25.0}},
+            "phases": {**USE["phases"], "singles_probed": {"clients": 8, "writes": 300, "rate": 15.0}},
+            "probes": {**USE["probes"], "singles_probed": {"recall": {"p99_ms": 200.0, "max_ms": 260.0, "errors": 0}}}}
+    f = figures.lifecycle(data)
+    rows = {r["phase"]: r for r in f["rows"]}
+    assert rows["singles"]["over_model"] == 1.5 and rows["singles"]["recall_p99_ms"] is None
+    assert rows["singles_probed"]["over_model"] == 0.6 and rows["singles_probed"]["recall_p99_ms"] == 200.0
+    table = "\n".join(render.lifecycle(f, {}))
+    assert "| singles, nothing else asking | 300 | 30.0 | 20.0 | 1.50× |" in table
+    assert "| singles, recall every 100 ms | 300 | 15.0 | 25.0 | 0.60× |" in table
+    assert lifecycle.render({**data, "first_start_s": 5.0}).count("| singles") == 2
 
 
 def test_suite_reads_growth_rows_side_by_side():

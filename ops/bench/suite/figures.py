@@ -144,12 +144,14 @@ def lifecycle(data: dict) -> dict:
     phases, probes = data.get("phases") or {}, data.get("probes") or {}
     models = data.get("raw_model") or {}
     rows = []
-    for name in ("import", "singles"):
+    for name in ("import", "singles", "singles_probed"):
+        if name == "singles_probed" and name not in phases:
+            continue  # older files: the singles ran with the prober on
         phase = phases.get(name) or {}
         model = models.get(name) or models  # older files: one rate for both phases
         sorted_rate = (model.get("length_sorted") or {}).get("rate")
         recall, health = (probes.get(name) or {}).get("recall") or {}, (probes.get(name) or {}).get("health") or {}
-        count = phase.get("writes") if name == "singles" else (phase.get("imported") or 0) + (phase.get("topped_up") or 0)
+        count = phase.get("writes") if name != "import" else (phase.get("imported") or 0) + (phase.get("topped_up") or 0)
         rows.append({"phase": name, "memories": count, "rate": phase.get("rate"), "model_rate": model.get("rate"),
                      "over_model": _ratio(phase.get("rate"), model.get("rate")),
                      "model_sorted_rate": sorted_rate, "over_model_sorted": _ratio(phase.get("rate"), sorted_rate),
