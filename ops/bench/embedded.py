@@ -162,10 +162,13 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def rss_mb(pid: int) -> float | None:
+def rss_mb(pid: int, field: str = "VmRSS") -> float | None:
+    """A process's resident memory in MB: ``VmRSS`` (all of it), ``RssAnon`` (its own heap) or
+    ``RssFile`` (pages of mapped files, such as the Edge shard's segments, that the kernel may
+    drop and read again)."""
     try:
         for line in (Path("/proc") / str(pid) / "status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         return None

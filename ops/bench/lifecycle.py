@@ -319,7 +319,10 @@ def recall_latency(service: EmbeddedService, queries: list[str], tagged: bool) -
             if tagged:
                 params["tags"] = f"lifecycle-{n % 50}"
             sent = time.monotonic()
-            status = api.get("/recall", params=params).status_code
+            try:
+                status = api.get("/recall", params=params).status_code
+            except httpx.HTTPError:  # no answer within the client's timeout: an error, timed
+                status = 0
             rows.append((time.monotonic() - sent, status))
     summary = latency_summary(rows, ok=(200,))
     times = sorted(s * 1000 for s, _ in rows)
@@ -345,34 +348,58 @@ def consolidation(service: EmbeddedService, timeout: float) -> dict:
     return out
 
 
-def run_growth(args: argparse.Namespace) -> dict:
+def run_growth(args: argparse.Namespace, save) -> dict:
+    """Each size's row is saved as soon as it is measured (``save(report)``): a size that fails
+    (the web not answering, a wait running out) ends the run with its error in its row."""
     sizes = sorted(int(s) for s in args.growth.split(","))
     texts = [t for name in ("r-contributors", "houstondatavis") for t in slack_texts(DATA / "slack-dev" / name)]
     texts += [t["content"] for t in conversation_turns(10**6)]
     queries = questions(200)
     service = EmbeddedService(env_overrides={"EMBEDDING_PROVIDER": "hash"})
-    rows, stored = [], 0
+    report: dict = {"mode": "growth", "provider": "hash", "rows": []}
+    stored = 0
     try:
         service.start(timeout=args.start_timeout)
         for size in sizes:
-            started = time.monotonic()
-            bodies = real_bodies(texts, size, start=stored)
-            send_batches(service, bodies)
+            row: dict = {"memories": size}
+            report["rows"].append(row)
+            try:
+                measure_size(service, row, texts, queries, stored, args)
+            except Exception as exc:  # noqa: BLE001 - the row says what stopped the run
+                row["error"] = f"{type(exc).__name__}: {exc}"[:800]
+                row.setdefault("web_rss_mb", web_rss(service))
+                print(json.dumps(row), flush=True)
+                save(report)
+                break
             stored = size
-            wait_for(service, write_path_done(size), args.timeout, f"{size} recallable")
-            row = {"memories": size, "write_s": round(time.monotonic() - started, 1),
-                   "background_backlog": {q: n for q, n in (health(service).get("queues") or {}).items() if n}}
-            row["recall_plain"] = recall_latency(service, queries, tagged=False)
-            row["recall_tagged"] = recall_latency(service, queries, tagged=True)
-            web = service.processes().get("web", [])
-            row["web_rss_mb"] = round(max((rss_mb(pid) or 0) for pid in web), 1) if web else None
-            row["consolidation"] = consolidation(service, args.timeout)
-            row["restart"] = stop_and_restart(service, "ctrl-c", args.start_timeout)
-            rows.append(row)
             print(json.dumps(row), flush=True)
+            save(report)
     finally:
         service.stop()
-    return {"mode": "growth", "provider": "hash", "rows": rows}
+    return report
+
+
+def web_rss(service: EmbeddedService) -> dict | None:
+    web = service.processes().get("web", [])
+    if not web:
+        return None
+    return {field: round(max((rss_mb(pid, field) or 0) for pid in web), 1) for field in ("VmRSS", "RssAnon", "RssFile")}
+
+
+def measure_size(service: EmbeddedService, row: dict, texts: list[str], queries: list[str], stored: int,
+                 args: argparse.Namespace) -> None:
+    size = row["memories"]
+    started = time.monotonic()
+    send_batches(service, real_bodies(texts, size, start=stored))
+    row["accept_s"] = round(time.monotonic() - started, 1)
+    wait_for(service, write_path_done(size), args.timeout, f"{size} recallable")
+    row["write_s"] = round(time.monotonic() - started, 1)
+    row["background_backlog"] = {q: n for q, n in (health(service).get("queues") or {}).items() if n}
+    row["recall_plain"] = recall_latency(service, queries, tagged=False)
+    row["recall_tagged"] = recall_latency(service, queries, tagged=True)
+    row["web_rss_mb"] = web_rss(service)
+    row["consolidation"] = consolidation(service, args.timeout)
+    row["restart"] = stop_and_restart(service, "ctrl-c", args.start_timeout)
 
 
 def render(report: dict) -> str:
@@ -380,6 +407,9 @@ def render(report: dict) -> str:
         lines = ["| memories | recall plain p50 / p95 ms | tag-scoped p50 / p95 ms | web RSS MB | restart s | cycles s |",
                  "|---|---|---|---|---|---|"]
         for r in report["rows"]:
+            if r.get("error"):
+                lines.append(f"| {r['memories']:,} | {r['error']} | | {r.get('web_rss_mb')} | | |")
+                continue
             cycles = ", ".join(f"{m} {c['duration_s']}" for m, c in r["consolidation"].items())
             lines.append(f"| {r['memories']:,} | {r['recall_plain']['p50_ms']} / {r['recall_plain']['p95_ms']} "
                          f"| {r['recall_tagged']['p50_ms']} / {r['recall_tagged']['p95_ms']} | {r['web_rss_mb']} "
@@ -426,15 +456,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-timeout", type=float, default=600)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    report = run_growth(args) if args.growth else run_use(args)
-    report["argv"] = sys.argv[1:] if argv is None else argv
-    report["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                      cwd=RESULTS.parent, check=False).stdout.strip() or None
-    report["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    report["load_after"] = os.getloadavg()[0]
     out = args.out or RESULTS / ("bench_lifecycle_growth.json" if args.growth else "bench_lifecycle.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=RESULTS.parent, check=False).stdout.strip() or None
+
+    def save(report: dict) -> None:
+        report |= {"argv": sys.argv[1:] if argv is None else argv, "commit": commit,
+                   "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "load_after": os.getloadavg()[0]}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n")
+
+    report = run_growth(args, save) if args.growth else run_use(args)
+    save(report)
     print(render(report))
     print(f"wrote {out}")
     return 0

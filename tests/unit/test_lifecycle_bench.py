@@ -70,5 +70,20 @@ def test_suite_reads_growth_rows_side_by_side():
         {"memories": 100000, "recall_plain": {"p50_ms": 9.0, "p95_ms": 14.0}, "recall_tagged": {"p50_ms": 8.0, "p95_ms": 11.0},
          "web_rss_mb": 900.0, "restart": {"restart_s": 4.0}, "consolidation": {"decay": {"duration_s": 50.0}}}]}
     table = render.growth(figures.growth(data), {})
-    assert table[2].startswith("| 10,000 | 8.0 / 12.0 | 7.0 / 10.0 | 400.0 | 3.0 | decay 5.0 |")
+    assert table[2].startswith("| 10,000 | 8.0 / 12.0 | 7.0 / 10.0 | 400.0 (–) | 3.0 | decay 5.0 |")
     assert table[3].startswith("| 100,000 |")
+
+
+def test_suite_reads_a_growth_row_that_failed_and_the_web_rss_split():
+    data = {"provider": "hash", "rows": [
+        {"memories": 100000, "recall_plain": {"p50_ms": 9.0, "p95_ms": 14.0}, "recall_tagged": {"p50_ms": 8.0, "p95_ms": 11.0},
+         "web_rss_mb": {"VmRSS": 750.0, "RssAnon": 400.0, "RssFile": 350.0}, "restart": {"restart_s": 4.0},
+         "consolidation": {"decay": {"duration_s": 50.0}}},
+        {"memories": 1000000, "error": "RuntimeError: 1000000 recallable: not within 60s",
+         "web_rss_mb": {"VmRSS": 4900.0, "RssAnon": 1300.0, "RssFile": 3600.0}}]}
+    f = figures.growth(data)
+    table = render.growth(f, {})
+    assert table[2].startswith("| 100,000 | 9.0 / 14.0 | 8.0 / 11.0 | 750.0 (400.0) | 4.0 |")
+    assert table[3].startswith("| 1,000,000 | not measured: RuntimeError: 1000000 recallable") and "4,900.0 (1,300.0)" in table[3]
+    headline = render._headline("growth", f, {})
+    assert headline.startswith("at 100,000 memories: recall p95 14.0 ms") and "; 1,000,000 not measured (" in headline

@@ -169,10 +169,14 @@ def growth(data: dict) -> dict:
     rows = []
     for r in data.get("rows") or []:
         plain, tagged = r.get("recall_plain") or {}, r.get("recall_tagged") or {}
+        rss = r.get("web_rss_mb")
+        rss = rss if isinstance(rss, dict) else {"VmRSS": rss}  # older files: one figure, VmRSS
         rows.append({"memories": r.get("memories"), "plain_p50_ms": plain.get("p50_ms"), "plain_p95_ms": plain.get("p95_ms"),
                      "tagged_p50_ms": tagged.get("p50_ms"), "tagged_p95_ms": tagged.get("p95_ms"),
-                     "web_rss_mb": r.get("web_rss_mb"), "restart_s": (r.get("restart") or {}).get("restart_s"),
-                     "cycles": {m: (c or {}).get("duration_s") for m, c in (r.get("consolidation") or {}).items()}})
+                     "web_rss_mb": rss.get("VmRSS"), "web_rss_anon_mb": rss.get("RssAnon"),
+                     "restart_s": (r.get("restart") or {}).get("restart_s"),
+                     "cycles": {m: (c or {}).get("duration_s") for m, c in (r.get("consolidation") or {}).items()},
+                     "error": r.get("error")})
     return {"provider": data.get("provider"), "rows": rows}
 
 

@@ -237,13 +237,20 @@ def lifecycle(f: dict, _ratios: dict) -> list[str]:
 
 
 def growth(f: dict, _ratios: dict) -> list[str]:
-    lines = ["| memories | recall p50 / p95 ms | tag-scoped p50 / p95 ms | web RSS MB | restart s | consolidation cycles s |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| memories | recall p50 / p95 ms | tag-scoped p50 / p95 ms | web RSS MB (own heap) | restart s "
+             "| consolidation cycles s |", "|---|---|---|---|---|---|"]
     for r in f.get("rows", []):
+        if r.get("error"):
+            lines.append(f"| {num(r.get('memories'))} | not measured: {r['error'][:300]} | | "
+                         f"{num(r.get('web_rss_mb'))} ({num(r.get('web_rss_anon_mb'))}) | | |")
+            continue
         cycles = ", ".join(f"{m} {num(s)}" for m, s in (r.get("cycles") or {}).items())
         lines.append(f"| {num(r.get('memories'))} | {num(r.get('plain_p50_ms'))} / {num(r.get('plain_p95_ms'))} "
-                     f"| {num(r.get('tagged_p50_ms'))} / {num(r.get('tagged_p95_ms'))} | {num(r.get('web_rss_mb'))} "
+                     f"| {num(r.get('tagged_p50_ms'))} / {num(r.get('tagged_p95_ms'))} "
+                     f"| {num(r.get('web_rss_mb'))} ({num(r.get('web_rss_anon_mb'))}) "
                      f"| {num(r.get('restart_s'))} | {cycles} |")
+    lines += ["", "Web RSS: all resident pages (VmRSS), and in brackets its own heap (RssAnon); the rest are "
+                  "pages of the Edge shard's mapped files, which the kernel may drop and read again."]
     return lines
 
 
@@ -333,10 +340,12 @@ def _headline(name: str, f: dict, ratios: dict) -> str:
                 f"{num(rows.get('import', {}).get('recall_max_ms'))} ms during the import; back to healthy in ≤ {num(restart)} s")
     if name == "growth":
         rows = f.get("rows", [])
-        last = rows[-1] if rows else {}
+        measured = [r for r in rows if not r.get("error")]
+        last = measured[-1] if measured else {}
         return (f"at {num(last.get('memories'))} memories: recall p95 {num(last.get('plain_p95_ms'))} ms, "
                 f"tag-scoped {num(last.get('tagged_p95_ms'))} ms, web RSS {num(last.get('web_rss_mb'))} MB, "
-                f"restart {num(last.get('restart_s'))} s")
+                f"restart {num(last.get('restart_s'))} s"
+                + "".join(f"; {num(r.get('memories'))} not measured ({r['error'][:80]})" for r in rows if r.get("error")))
     if name == "rss":
         return ", ".join(f"{n} {num(p.get('peak_rss_mib_max'))} MiB" for n, p in (f.get("processes") or {}).items())
     return ""
