@@ -402,17 +402,24 @@ def measure_size(service: EmbeddedService, row: dict, texts: list[str], queries:
     row["restart"] = stop_and_restart(service, "ctrl-c", args.start_timeout)
 
 
+def rss_text(rss: dict | float | None) -> str:
+    """``VmRSS (RssAnon)``: all resident pages, and the process's own heap in brackets."""
+    if not isinstance(rss, dict):
+        return str(rss)
+    return f"{rss.get('VmRSS')} ({rss.get('RssAnon')})"
+
+
 def render(report: dict) -> str:
     if report["mode"] == "growth":
-        lines = ["| memories | recall plain p50 / p95 ms | tag-scoped p50 / p95 ms | web RSS MB | restart s | cycles s |",
+        lines = ["| memories | recall plain p50 / p95 ms | tag-scoped p50 / p95 ms | web RSS MB (own heap) | restart s | cycles s |",
                  "|---|---|---|---|---|---|"]
         for r in report["rows"]:
             if r.get("error"):
-                lines.append(f"| {r['memories']:,} | {r['error']} | | {r.get('web_rss_mb')} | | |")
+                lines.append(f"| {r['memories']:,} | {r['error']} | | {rss_text(r.get('web_rss_mb'))} | | |")
                 continue
             cycles = ", ".join(f"{m} {c['duration_s']}" for m, c in r["consolidation"].items())
             lines.append(f"| {r['memories']:,} | {r['recall_plain']['p50_ms']} / {r['recall_plain']['p95_ms']} "
-                         f"| {r['recall_tagged']['p50_ms']} / {r['recall_tagged']['p95_ms']} | {r['web_rss_mb']} "
+                         f"| {r['recall_tagged']['p50_ms']} / {r['recall_tagged']['p95_ms']} | {rss_text(r.get('web_rss_mb'))} "
                          f"| {r['restart']['restart_s']} | {cycles} |")
         return "\n".join(lines)
     phases = report["phases"]
