@@ -100,7 +100,7 @@ def build_broker(settings: Settings, context: ActorContext | None = None) -> Mem
     """The broker; ``context`` gives its actors their services (absent: a broker only to send or inspect)."""
     middleware = [
         AgeLimit(),
-        TimeLimit(time_limit=10 * 60 * 1000),
+        TimeLimit(time_limit=int(settings.actor_time_limit_s * 1000)),
         ShutdownNotifications(),
         StopNotice(),
         Callbacks(),

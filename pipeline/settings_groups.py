@@ -89,6 +89,7 @@ class WorkerSettings(SettingsGroup):
     worker_threads: int = Field(4, ge=1, description="Threads per worker process.")
     web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vectors and similarity queues with Qdrant Edge (they need the shard), none with a Qdrant server.")
     actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue (errors other than connection errors: bad data fails the same way every time).")
+    actor_time_limit_s: float = Field(600.0, gt=0, description="Longest a stage may run on one message before Dramatiq interrupts it and the message is retried like a failure. Stages cut their work into messages that finish in seconds; raise it only for consolidation on a very large store.")
     actor_unavailable_retry_seconds: float = Field(3600.0, ge=0, description="How long a stage keeps retrying a message that fails because a store, the broker or the embedding provider cannot be reached (connection errors, timeouts) before it goes to the dead-letter queue (never fewer retries than ACTOR_MAX_RETRIES). A write that runs out is marked failed and stays replayable.")
 
 

@@ -152,3 +152,11 @@ def test_the_redelivery_bound_is_the_heartbeat_timeout_a_round_and_a_fetch():
     assert redelivery_bound_s(15_000, 1000) == 15 + 3.75 + 1
     assert any(isinstance(m, PeriodicRedelivery) and m.interval_s == 3.75
                for m in build_broker(Settings(heartbeat_timeout_ms=15_000)).middleware)
+
+
+def test_the_stage_time_limit_comes_from_its_setting():
+    from dramatiq.middleware import TimeLimit
+
+    limits = [m.time_limit for m in build_broker(Settings(actor_time_limit_s=1800)).middleware if isinstance(m, TimeLimit)]
+    assert limits == [1_800_000]
+    assert [m.time_limit for m in build_broker(Settings()).middleware if isinstance(m, TimeLimit)] == [600_000]
