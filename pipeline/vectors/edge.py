@@ -481,6 +481,13 @@ class EdgeVectorStore:
         finally:
             self._optimize_lock.release()
 
+    def finish_build(self, poll_s: float = 0.2) -> None:
+        """Block until a build in a child process is swapped in (or has failed): for offline
+        tools (a restore, a benchmark) that want the index built before they go on."""
+        while self._build is not None:
+            time.sleep(poll_s)
+            self.maintain()
+
     def _start_build(self) -> None:
         """Copy the shard for a child to build, journal writes from now on, start the child."""
         changes, self._changes = self._changes, 0
@@ -544,46 +551,48 @@ class EdgeVectorStore:
         seconds every shard call waited). A failure leaves the old shard live, as it was."""
         qe = self._qe
         config = edge_swap.edge_config(qe, self._size, self._payload_memory)
-        built = qe.EdgeShard.load(build.build_path, config)
         caught_up = 0
-        try:
-            # Most of the journal is copied while the web goes on answering and writing (each
-            # step gives way), and flushed: the built shard's first writes create its appendable
-            # segment, which takes a while. What was written meanwhile is copied in the pause.
-            for _ in range(edge_swap.CATCH_UP_ROUNDS):
-                caught_up += edge_swap.copy_points(self._shard, built, qe, self._take_journal(), self._give_way, self._read)
-                if len(self._journal) <= edge_swap.CATCH_UP_PAUSED_MAX:
-                    break
-            built.flush()
-            self.persist()  # so that the pause's flush of the live shard has next to nothing to write
-            paused = time.monotonic()
-            with self._writes.exclusive(), self._access.exclusive():
-                rest, self._journal = self._journal, None
-                caught_up += edge_swap.copy_points(self._shard, built, qe, rest)
+        if len(self._journal) > edge_swap.CATCH_UP_PAUSED_MAX:
+            # Many points written during the build: most are copied into the built shard while
+            # the web goes on answering and writing (each step gives way), in rounds, each round
+            # copying what was written during the one before.
+            built = qe.EdgeShard.load(build.build_path, config)
+            try:
+                for _ in range(edge_swap.CATCH_UP_ROUNDS):
+                    caught_up += edge_swap.copy_points(self._shard, built, qe, self._take_journal(),
+                                                       self._give_way, self._read)
+                    if len(self._journal) <= edge_swap.CATCH_UP_PAUSED_MAX:
+                        break
                 built.flush()
+            finally:
                 built.close()
-                built = None
+        self.persist()  # so that the pause's flush of the live shard has next to nothing to write
+        paused = time.monotonic()
+        with self._writes.exclusive(), self._access.exclusive():
+            rest, self._journal = list(self._journal), None
+            read = [edge_swap.read_points(self._shard, rest[start:start + edge_swap.CATCH_UP_CHUNK])
+                    for start in range(0, len(rest), edge_swap.CATCH_UP_CHUNK)]
+            self._shard.flush()
+            self._shard.close()
+            self._shard = None
+            try:
+                edge_swap.swap_dirs(self._path)
+                self._shard = qe.EdgeShard.load(self._path, config)
+                for records, gone in read:
+                    edge_swap.apply_points(self._shard, qe, records, gone)
                 self._shard.flush()
-                self._shard.close()
-                self._shard = None
-                try:
-                    edge_swap.swap_dirs(self._path)
-                    self._shard = qe.EdgeShard.load(self._path, config)
-                    discard = edge_swap.retire_old(self._path)
-                except BaseException:
-                    # Never half-swapped: the old shard goes back, complete as it was closed.
-                    if self._shard is not None:
-                        self._shard.close()
-                    edge_swap.recover(self._path)
-                    self._shard = qe.EdgeShard.load(self._path, config)
-                    raise
-                self._unflushed = 0
-                pause = time.monotonic() - paused
-        finally:
-            if built is not None:
-                built.close()
+                discard = edge_swap.retire_old(self._path)
+            except BaseException:
+                # Never half-swapped: the old shard goes back, complete as it was closed.
+                if self._shard is not None:
+                    self._shard.close()
+                edge_swap.recover(self._path)
+                self._shard = qe.EdgeShard.load(self._path, config)
+                raise
+            self._unflushed = 0
+            pause = time.monotonic() - paused
         shutil.rmtree(discard, ignore_errors=True)  # after the pause: a large shard takes a while
-        return caught_up, pause
+        return caught_up + len(rest), pause
 
     def close(self) -> None:
         with self._optimize_lock:  # not in the middle of a swap

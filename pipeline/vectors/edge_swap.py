@@ -11,9 +11,10 @@ build's stall"). With ``EDGE_BUILD_IN_CHILD`` the store (pipeline.vectors.edge) 
 2. runs ``python -m pipeline.vectors.edge_build <shard>.build`` (a module nothing else imports), niced
    as the other background processes, which opens the copy, builds, flushes and closes it;
 3. when the child has exited 0, copies the journaled points' current state into the built copy
-   (most of it while the web goes on, the rest with every shard call paused), closes both,
-   renames ``<shard>`` → ``<shard>.old`` and ``<shard>.build`` → ``<shard>``, opens it, and
-   renames ``.old`` → ``.discard`` (removed after the pause).
+   while the web goes on (only when there are many), then with every shard call paused: reads
+   the rest of the journal's points, closes the live shard, renames ``<shard>`` →
+   ``<shard>.old`` and ``<shard>.build`` → ``<shard>``, opens it, writes the points read and
+   flushes, and renames ``.old`` → ``.discard`` (removed after the pause).
 
 A start (``recover``) removes a left-over ``.build`` or ``.discard`` and puts a left-over
 ``.old`` back over the live directory: ``.old`` is the shard as it was closed, complete; only
@@ -40,8 +41,9 @@ DISCARD = ".discard"  # the old shard once the new one is live, removed after th
 # Points read from the live shard and written to the built one per step of the catch-up: each
 # step holds the GIL for a few milliseconds (a retrieve and an upsert of this many points).
 CATCH_UP_CHUNK = 256
-# The catch-up before the pause stops once fewer journaled points than this are left: the rest
-# is copied with every shard call paused (about 1 ms per 20 points).
+# Up to this many journaled points are copied with every shard call paused (about 1 ms per 20
+# points); past it the built copy is opened first and caught up while the web goes on, in
+# rounds, until fewer are left.
 CATCH_UP_PAUSED_MAX = 1_000
 CATCH_UP_ROUNDS = 5
 # How long a stop waits for a child it has asked to end before killing it.
@@ -134,22 +136,31 @@ class ChildBuild:
         shutil.rmtree(self.build_path, ignore_errors=True)
 
 
+def read_points(source: Any, ids: list) -> tuple[list, list]:
+    """``ids``' current state in ``source``: (records with vector and payload as stored, ids absent)."""
+    records = source.retrieve(ids, with_payload=True, with_vector=True)
+    found = {str(r.id) for r in records}
+    return records, [i for i in ids if str(i) not in found]
+
+
+def apply_points(target: Any, qe: Any, records: list, gone: list) -> None:
+    """Write what ``read_points`` read: the present points upserted, the absent ones deleted."""
+    if records:
+        target.update(qe.UpdateOperation.upsert_points([qe.Point(r.id, _dense(r.vector), r.payload) for r in records]))
+    if gone:
+        target.update(qe.UpdateOperation.delete_points(gone))
+
+
 def copy_points(source: Any, target: Any, qe: Any, ids: Iterable[Any], before_step: Callable[[], Any] = lambda: None,
                 read: Callable[[Callable[[], Any]], Any] = lambda call: call()) -> int:
-    """Make ``target`` hold ``ids``' current state in ``source`` (present: vector and payload as
-    stored; absent: deleted), in steps of CATCH_UP_CHUNK; returns the points copied. ``read``
-    runs each read of ``source`` (the store passes its shard guard)."""
+    """Make ``target`` hold ``ids``' current state in ``source``, in steps of CATCH_UP_CHUNK;
+    returns the points copied. ``read`` runs each read of ``source`` (the store passes its guard)."""
     ids = list(ids)
     for start in range(0, len(ids), CATCH_UP_CHUNK):
         chunk = ids[start:start + CATCH_UP_CHUNK]
         before_step()
-        records = read(lambda: source.retrieve(chunk, with_payload=True, with_vector=True))
-        found = {str(r.id) for r in records}
-        if records:
-            target.update(qe.UpdateOperation.upsert_points([qe.Point(r.id, _dense(r.vector), r.payload) for r in records]))
-        gone = [i for i in chunk if str(i) not in found]
-        if gone:
-            target.update(qe.UpdateOperation.delete_points(gone))
+        records, gone = read(lambda: read_points(source, chunk))
+        apply_points(target, qe, records, gone)
     return len(ids)
 
 

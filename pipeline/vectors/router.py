@@ -113,6 +113,10 @@ class VectorRouter:
         for store in self._services.open_vector_stores():
             store.maintain()
 
+    def finish_build(self) -> None:
+        for store in self._services.open_vector_stores():
+            store.finish_build()
+
     def persist(self) -> int:
         return sum(store.persist() for store in self._services.open_vector_stores())
 

@@ -81,7 +81,12 @@ class Heartbeat(threading.Thread):
         return max(self.gaps, default=0.0)
 
 
-def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_meanwhile(tmp_path):
+@pytest.mark.parametrize("paused_max", [edge_swap.CATCH_UP_PAUSED_MAX, 2], ids=["in-the-pause", "caught-up-before"])
+def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_meanwhile(tmp_path, monkeypatch, paused_max):
+    """The journaled writes are copied into the built shard in the swap's pause, or (many of
+    them) mostly before it, in rounds of small steps, while the process goes on."""
+    monkeypatch.setattr(edge_swap, "CATCH_UP_PAUSED_MAX", paused_max)
+    monkeypatch.setattr(edge_swap, "CATCH_UP_CHUNK", 16)
     path = str(tmp_path / "shard")
     store = filled_store(path)
     assert store.build_due() and store.indexed_points() == 0
