@@ -134,6 +134,7 @@ class EdgeVectorStore:
         self._writes = ReadWriteGuard()
 
     def _read(self, call: Callable[[], Any]) -> Any:
+        """``call()`` under the shard guard; it must name ``self._shard`` inside (a swap replaces it)."""
         with self._access.shared():
             return call()
 
@@ -321,7 +322,7 @@ class EdgeVectorStore:
 
     def _search_batch_size(self) -> int:
         """Queries per ``query_batch`` call: fewer the more unindexed points each one scans."""
-        info = self._read(self._shard.info)
+        info = self._read(lambda: self._shard.info())
         unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count))
         return max(1, min(SEARCH_BATCH_MAX, SEARCH_BATCH_SCAN_POINTS // unindexed))
 
@@ -395,17 +396,18 @@ class EdgeVectorStore:
             return total - int(self._shard.count(qe.CountRequest(exact=True, filter=flt)))
 
     def ping(self) -> bool:
-        return self._shard is not None
+        with self._access.shared():  # not "down" for the instant a swap has no shard open
+            return self._shard is not None
 
     def stays_plain(self) -> bool:
         """Is the shard small enough to be left unbuilt (``plain_max_points``)?"""
         if not self._plain_max_points or self._conversion_due:
             return False
-        return int(self._read(self._shard.info).points_count) <= self._plain_max_points  # info(): microseconds
+        return int(self._read(lambda: self._shard.info()).points_count) <= self._plain_max_points  # info(): microseconds
 
     def indexed_points(self) -> int:
         """Points whose vectors an HNSW index holds (0 on a shard that was never built)."""
-        return int(self._read(self._shard.info).indexed_vectors_count)
+        return int(self._read(lambda: self._shard.info()).indexed_vectors_count)
 
     def build_due(self) -> bool:
         """Would ``maintain`` build the index now (enough changes, writes quiet, past the plain size)?"""

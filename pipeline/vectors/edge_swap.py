@@ -100,6 +100,15 @@ def copy_shard(source: str, target: str) -> None:
         shutil.copytree(source, target)
 
 
+def _child_env() -> dict[str, str]:
+    """The web's environment, with the directory this package was imported from first on the path."""
+    import pipeline
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pipeline.__file__)))
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+
+
 class ChildBuild:
     """One build of ``<shard>.build`` in a child process."""
 
@@ -110,8 +119,9 @@ class ChildBuild:
         args = [options.python, "-m", "pipeline.vectors.edge_build", self.build_path, "--size", str(size),
                 "--payload-memory", payload_memory, "--nice", str(options.nice), "--parent", str(os.getpid())]
         # No preexec_fn (unsafe in a threaded process): the child nices itself. Its stderr is
-        # the web's, so a failing build's traceback lands in the web's log.
-        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        # the web's, so a failing build's traceback lands in the web's log. It imports this
+        # very code, wherever the web was started from.
+        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=_child_env())
 
     @property
     def pid(self) -> int:

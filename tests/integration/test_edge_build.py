@@ -241,3 +241,22 @@ def test_a_stop_during_a_build_ends_the_child_and_keeps_the_live_shard(tmp_path)
     reopened.ensure_collection()
     assert reopened.count() == COUNT + 1 and reopened.indexed_points() == 0
     reopened.close()
+
+
+def test_the_index_maintainer_starts_the_child_build_and_swaps_it_in_on_its_own(tmp_path):
+    from types import SimpleNamespace
+
+    from api.index_maintainer import IndexMaintainer
+
+    path = str(tmp_path / "shard")
+    store = filled_store(path)
+    maintainer = IndexMaintainer(SimpleNamespace(vectors=store), interval=0.05)  # no holds: nothing else to consult
+    maintainer.start()
+    try:
+        assert wait_until(store.build_in_flight)
+        assert wait_until(lambda: store.indexed_points() > 0)
+    finally:
+        maintainer.stop()
+        maintainer.join(10)
+    assert not store.build_in_flight() and siblings(path) == [] and store.count() == COUNT
+    store.close()

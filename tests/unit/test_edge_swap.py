@@ -71,3 +71,23 @@ def test_a_child_reports_its_exit_and_a_stop_ends_it_and_removes_its_copy(tmp_pa
     assert running.poll() is None
     running.stop()
     assert running.poll() is not None and not os.path.exists(sibling(live, BUILD))
+
+
+def test_the_child_imports_the_code_the_web_runs_wherever_it_was_started(tmp_path, monkeypatch):
+    import pipeline
+    from pipeline.vectors.edge_swap import _child_env
+
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pipeline.__file__)))
+    assert _child_env()["PYTHONPATH"] == root + os.pathsep + "/elsewhere"
+
+
+def test_the_setting_gives_the_store_a_child_niced_as_the_background_processes(tmp_path):
+    from pipeline.config import Settings
+    from pipeline.vectors import build_vector_store
+
+    on = build_vector_store(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EMBEDDED_BACKGROUND_NICE=7, EDGE_BUILD_RETRY_S=60), 8)
+    assert on._child_build.nice == 7 and on._child_build.retry_s == 60
+    assert Settings().edge_build_in_child  # the embedded default builds outside the web
+    off = build_vector_store(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EDGE_BUILD_IN_CHILD=False), 8)
+    assert off._child_build is None  # optimize() in the web, as before
