@@ -260,3 +260,43 @@ def test_the_index_maintainer_starts_the_child_build_and_swaps_it_in_on_its_own(
         maintainer.join(10)
     assert not store.build_in_flight() and siblings(path) == [] and store.count() == COUNT
     store.close()
+
+
+_OWNER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.integration.test_edge_build import filled_store
+store = filled_store({path!r})
+store.maintain()
+print(store._build.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_owner_leaves_no_child_building_and_its_next_start_removes_the_copy(tmp_path):
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "shard")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER.format(root=root, path=path)], cwd=root,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(owner.stdout.readline())
+        assert os.path.isdir(sibling(path, BUILD))
+    finally:
+        owner.kill()
+        owner.wait(30)
+        owner.stdout.close()
+
+    def gone() -> bool:
+        try:
+            with open(f"/proc/{child}/stat") as handle:
+                return handle.read().split()[2] == "Z"  # a zombie until reaped: it has ended
+        except FileNotFoundError:
+            return True
+    assert wait_until(gone, timeout=10)  # PR_SET_PDEATHSIG: killed with its parent
+    reopened = EdgeVectorStore(path, DIMS)
+    reopened.ensure_collection()
+    assert reopened.count() == COUNT and siblings(path) == []
+    reopened.close()
