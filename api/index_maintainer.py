@@ -1,8 +1,10 @@
 """The web process's index maintainer: Edge ``optimize()`` (the HNSW build), off the request path.
 
-With Qdrant Edge the web process owns the shard, and a build holds the shard and Python's GIL
+With Qdrant Edge the web process owns the shard. A build in this process holds Python's GIL
 for its whole run (seconds to minutes, growing with the shard): the process answers nothing
-meanwhile. The shard says when a build is due (enough changes, vector writes quiet for
+meanwhile; with ``EDGE_BUILD_IN_CHILD`` (the default) a child process builds a copy and this
+thread swaps it in at its first tick after the child ends (pipeline.vectors.edge_swap). The
+shard says when a build is due (enough changes, vector writes quiet for
 ``EDGE_OPTIMIZE_QUIET_S``); this thread decides whether a due build should wait a little longer:
 
 - **while an import is on its way** (a write-path queue holds messages), unless more than
@@ -97,7 +99,8 @@ class IndexMaintainer(threading.Thread):
             if now - last_flush >= self._flush_interval:
                 last_flush = now
                 self.persist()
-            if now - last_build >= self._interval:
+            # A build in a child process is swapped in at the first tick after it ends.
+            if now - last_build >= self._interval or self._build_in_flight():
                 last_build = now
                 self.maintain_once()
 
@@ -108,9 +111,16 @@ class IndexMaintainer(threading.Thread):
         except Exception:
             log.exception("vector store flush failed; will retry")
 
+    def _build_in_flight(self) -> bool:
+        try:
+            return bool(getattr(self._services.vectors, "build_in_flight", lambda: False)())
+        except Exception:
+            return False
+
     def maintain_once(self) -> None:
         try:
-            if self._hold():
+            # A build already in a child is finished whatever the holds say: its copy is taken.
+            if not self._build_in_flight() and self._hold():
                 return
             self._similarity_held_since = None
             self._services.vectors.maintain()

@@ -146,4 +146,5 @@ def restore(archive: Path, graph: GraphStore, vectors: VectorStore, embedder_fac
         else:
             report["reembedded"] = reembed_all(graph, vectors, embedder_factory(), labelled=labelled)
     vectors.maintain()
+    vectors.finish_build()  # with EDGE_BUILD_IN_CHILD the build runs in a child: done before the report
     return report

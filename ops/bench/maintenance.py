@@ -153,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             edge = services.vectors.live().wrapped
             edge._changes, edge._last_change = 10**9, 0.0  # force the HNSW build once, as the web process would
             services.vectors.maintain()
+            services.vectors.finish_build()  # a build in a child process (EDGE_BUILD_IN_CHILD): waited for
         optimize_s = time.perf_counter() - optimize_started
         rows = []
         for name in args.cycles.split(","):

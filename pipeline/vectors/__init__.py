@@ -12,8 +12,9 @@ The package, by job:
 - ``store``: the protocol, the values it trades in (points, hits, queries), the filter both
   backends build, and a memory's payload;
 - ``edge`` with ``edge_payload`` (the packed layout), ``edge_text`` (keyword search in the
-  shard), ``shard_lock`` and ``edge_owner`` (one owner per shard, on the machine and across
-  hosts);
+  shard), ``edge_swap`` and ``edge_build`` (the index built by a child process on a copy, then
+  swapped in), ``rw_guard`` (searches share the shard, the swap holds it alone), ``shard_lock``
+  and ``edge_owner`` (one owner per shard, on the machine and across hosts);
 - ``server``: the Qdrant server backend;
 - ``registry`` (which collection is live, which one a dimension migration builds) and
   ``router`` (the store a process reads and writes through, across both).
@@ -33,6 +34,7 @@ from pipeline.vectors.edge import (
     EdgeVectorStore,
     edge_packed_payload,
 )
+from pipeline.vectors.edge_swap import ChildBuildOptions
 from pipeline.vectors.server import QdrantServerVectorStore
 from pipeline.vectors.store import (
     ARCHIVED,
@@ -63,10 +65,12 @@ def build_vector_store(settings: Settings, vector_size: int, collection: str | N
     An Edge store calls ``give_way`` before each step of background work (pipeline.foreground)."""
     name = collection or settings.qdrant_collection
     if settings.uses_qdrant_edge:
+        child_build = (ChildBuildOptions(nice=settings.embedded_background_nice, retry_s=settings.edge_build_retry_s)
+                       if settings.edge_build_in_child else None)
         return EdgeVectorStore(
             str(settings.edge_path.parent / name), vector_size, settings.edge_optimize_min_changes,
             settings.edge_optimize_quiet_s, settings.edge_payload_memory, settings.edge_text_backfill,
-            settings.edge_plain_max_points, give_way,
+            settings.edge_plain_max_points, give_way, child_build,
         )
     return QdrantServerVectorStore(client or QdrantServerVectorStore.client_for(settings), name, vector_size)
 

@@ -8,6 +8,7 @@ and keyword search runs on the shard's text index (``pipeline.vectors.edge_text`
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from typing import Any, Callable
@@ -15,8 +16,10 @@ from typing import Any, Callable
 from pipeline.foreground import never_wait
 from pipeline.graph import Scope
 from pipeline.records import point_id_for
-from pipeline.vectors import edge_text, shard_lock
+from pipeline.vectors import edge_swap, edge_text, shard_lock
+from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
 from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
+from pipeline.vectors.rw_guard import ReadWriteGuard
 from pipeline.vectors.store import (
     FLOAT_INDEXES,
     KEYWORD_INDEXES,
@@ -35,6 +38,7 @@ log = logging.getLogger(__name__)
 # it) for seconds, so operators and the ingest benchmark need to see when one ran.
 INDEX_BUILD_STARTED = "edge index build started"
 INDEX_BUILD_FINISHED = "edge index build finished"
+INDEX_BUILD_FAILED = "edge index build failed; the live shard is untouched"
 # qdrant_edge holds the GIL for each call, searches included: ``search_many`` splits a batch so
 # that one call scans about this many unindexed points (and runs at most SEARCH_BATCH_MAX
 # queries), so a SIMILAR_TO batch of hundreds of searches over a plain shard leaves the
@@ -80,7 +84,7 @@ class EdgeVectorStore:
 
     def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0,
                  payload_memory: str = "pinned", text_backfill: bool = False, plain_max_points: int = 0,
-                 give_way: Callable[[], bool] = never_wait):
+                 give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -113,11 +117,35 @@ class EdgeVectorStore:
         # Called before each step of work that runs outside a request (upsert chunks, search
         # batches, flushes): in the web it waits while a recall or /health is in flight.
         self._give_way = give_way
+        # Past the plain size, where the index is built: None = optimize() in this process (the
+        # web answers nothing meanwhile); else a child process builds a copy that is swapped in
+        # (pipeline.vectors.edge_swap).
+        self._child_build = child_build
+        self._build: ChildBuild | None = None  # the build in a child now running
+        self._build_changes = 0  # the changes that build indexes (given back when it fails)
+        self._build_retry_at = 0.0  # after a failed build: no other before this (monotonic)
+        # Ids of the points written, deleted or re-payloaded since a build's copy was taken:
+        # their current state is copied into the built shard before it goes live. None: no build.
+        self._journal: set | None = None
+        # Every call into the shard holds ``_access`` shared; the swap of a built shard holds it
+        # alone. Vector writes (and flushes) also hold ``_writes`` shared; taking a build's copy
+        # holds it alone, so writes wait while searches go on. Order: _writes, then _access.
+        self._access = ReadWriteGuard()
+        self._writes = ReadWriteGuard()
+
+    def _read(self, call: Callable[[], Any]) -> Any:
+        """``call()`` under the shard guard; it must name ``self._shard`` inside (a swap replaces it)."""
+        with self._access.shared():
+            return call()
+
+    def _journaled(self, point_ids: list) -> None:
+        """Record written ids for the build in flight (call holding ``_writes`` shared)."""
+        if self._journal is not None:
+            self._journal.update(point_ids)
 
     def ensure_collection(self) -> None:
         qe = self._qe
-        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._size, distance=qe.Distance.Cosine),
-                               payload_memory=getattr(qe.Memory, self._payload_memory.capitalize()))
+        config = edge_swap.edge_config(qe, self._size, self._payload_memory)
         fresh = False
         if self._shard is None:  # once open in this process it stays open (a shard opens once)
             shard_lock.acquire(self._path)  # refuses, naming the holder, when another process owns it
@@ -142,6 +170,7 @@ class EdgeVectorStore:
         import os
 
         qe = self._qe
+        edge_swap.recover(self._path)  # what a build or swap interrupted by a crash left (we hold the lock)
         if os.path.isdir(self._path) and os.listdir(self._path):
             if self._persisted_payload_memory() != self._payload_memory:
                 # Edge converts existing segments only when it rebuilds them: ask for one
@@ -207,15 +236,21 @@ class EdgeVectorStore:
         for start in range(0, len(points), UPSERT_CHUNK):  # short steps: see UPSERT_CHUNK
             chunk = points[start:start + UPSERT_CHUNK]
             self._give_way()
-            built = [qe.Point(p.point_id or point_id_for(p.memory_id), p.vector, self._pack(p.payload)) for p in chunk]
-            with self._payload_lock:  # never between a payload merge's read and its write
+            point_ids = [p.point_id or point_id_for(p.memory_id) for p in chunk]
+            built = [qe.Point(i, p.vector, self._pack(p.payload)) for i, p in zip(point_ids, chunk)]
+            # the payload lock: never between a payload merge's read and its write
+            with self._writes.shared(), self._access.shared(), self._payload_lock:
                 self._shard.update(qe.UpdateOperation.upsert_points(built))
+                self._journaled(point_ids)
             self._changes += len(chunk)
             self._unflushed += len(chunk)
             self._last_change = time.monotonic()
 
     def delete(self, memory_ids: list[str]) -> None:
-        self._shard.update(self._qe.UpdateOperation.delete_points([point_id_for(m) for m in memory_ids]))
+        point_ids = [point_id_for(m) for m in memory_ids]
+        with self._writes.shared(), self._access.shared():
+            self._shard.update(self._qe.UpdateOperation.delete_points(point_ids))
+            self._journaled(point_ids)
         self._changes += len(memory_ids)
         self._unflushed += len(memory_ids)
         self._last_change = time.monotonic()
@@ -242,10 +277,10 @@ class EdgeVectorStore:
         with_payload = True if query.with_payload else qe.PayloadSelector.Include(["memory_id", "lifecycle", "type"])
 
         def run(exclusions: bool):
-            return self._shard.search(qe.SearchRequest(
-                query=qe.Query.Nearest(query.vector), limit=query.limit, filter=self._filter(query, exclusions),
-                with_payload=with_payload,
-            ))
+            request = qe.SearchRequest(query=qe.Query.Nearest(query.vector), limit=query.limit,
+                                       filter=self._filter(query, exclusions), with_payload=with_payload)
+            with self._access.shared():
+                return self._shard.search(request)
         hits = run(exclusions=False)
         if any(is_excluded(h.payload, query.scope) for h in hits):
             hits = run(exclusions=True)
@@ -273,7 +308,8 @@ class EdgeVectorStore:
             out: list = []
             for start in range(0, len(requests), step):  # each call holds the GIL: see SEARCH_BATCH_SCAN_POINTS
                 self._give_way()
-                out += self._shard.query_batch(qe.QueryBatchRequest(requests[start:start + step]))
+                with self._access.shared():
+                    out += self._shard.query_batch(qe.QueryBatchRequest(requests[start:start + step]))
             return out
 
         results = batched([request(q, False) for q in queries])
@@ -286,7 +322,7 @@ class EdgeVectorStore:
 
     def _search_batch_size(self) -> int:
         """Queries per ``query_batch`` call: fewer the more unindexed points each one scans."""
-        info = self._shard.info()
+        info = self._read(lambda: self._shard.info())
         unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count))
         return max(1, min(SEARCH_BATCH_MAX, SEARCH_BATCH_SCAN_POINTS // unindexed))
 
@@ -303,10 +339,10 @@ class EdgeVectorStore:
         query = VectorQuery([], limit, scope)
 
         def run(exclusions: bool):
-            return self._shard.query(qe.QueryRequest(
-                limit=limit, query=qe.TextQuery(edge_text.TEXT_FIELD, text),
-                filter=self._filter(query, exclusions), with_payload=True, with_vector=True,
-            ))
+            request = qe.QueryRequest(limit=limit, query=qe.TextQuery(edge_text.TEXT_FIELD, text),
+                                      filter=self._filter(query, exclusions), with_payload=True, with_vector=True)
+            with self._access.shared():
+                return self._shard.query(request)
         hits = run(exclusions=False)
         if any(is_excluded(h.payload, scope) for h in hits):
             hits = run(exclusions=True)
@@ -314,26 +350,28 @@ class EdgeVectorStore:
                 for h in hits]
 
     def count(self) -> int:
-        return int(self._shard.count(self._qe.CountRequest(exact=True)))
+        with self._access.shared():
+            return int(self._shard.count(self._qe.CountRequest(exact=True)))
 
     def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
-        records, next_offset = self._shard.scroll(
-            self._qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=with_vectors)
-        )
+        request = self._qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=with_vectors)
+        with self._access.shared():
+            records, next_offset = self._shard.scroll(request)
         page = [stored_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)
 
     def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
         if not memory_ids:
             return {}
-        records = self._shard.retrieve([point_id_for(m) for m in memory_ids], with_payload=True, with_vector=with_vectors)
+        with self._access.shared():
+            records = self._shard.retrieve([point_id_for(m) for m in memory_ids], with_payload=True, with_vector=with_vectors)
         found = (stored_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records)
         return {r.memory_id: r for r in found}
 
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
         # A field kept in the packed document is merged into the stored one (read, merge,
         # write), under a lock so two threads of this process cannot interleave on a point.
-        with self._payload_lock:
+        with self._writes.shared(), self._access.shared(), self._payload_lock:
             merge = [m for m, p in payloads.items() if needs_document(p, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)]
             stored = self.retrieve(merge) if merge else {}
             # Edge applies one operation per call; in-process, so a loop costs microseconds each.
@@ -341,6 +379,7 @@ class EdgeVectorStore:
                 if memory_id in stored:
                     payload = {**stored[memory_id].payload, **payload}
                 self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
+            self._journaled([point_id_for(m) for m in payloads])
             self._unflushed += len(payloads)
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
@@ -349,24 +388,26 @@ class EdgeVectorStore:
         ``type`` index; a ``must_not`` count checks every point's payload, holding the GIL for
         tens of milliseconds at 100k."""
         qe = self._qe
-        total = int(self._shard.info().points_count)
-        if not excluded_types or not total:
-            return total
-        flt = qe.Filter(must=[qe.FieldCondition(key="type", match=qe.MatchAny(sorted(excluded_types)))])
-        return total - int(self._shard.count(qe.CountRequest(exact=True, filter=flt)))
+        with self._access.shared():
+            total = int(self._shard.info().points_count)
+            if not excluded_types or not total:
+                return total
+            flt = qe.Filter(must=[qe.FieldCondition(key="type", match=qe.MatchAny(sorted(excluded_types)))])
+            return total - int(self._shard.count(qe.CountRequest(exact=True, filter=flt)))
 
     def ping(self) -> bool:
-        return self._shard is not None
+        with self._access.shared():  # not "down" for the instant a swap has no shard open
+            return self._shard is not None
 
     def stays_plain(self) -> bool:
         """Is the shard small enough to be left unbuilt (``plain_max_points``)?"""
         if not self._plain_max_points or self._conversion_due:
             return False
-        return int(self._shard.info().points_count) <= self._plain_max_points  # info(): microseconds
+        return int(self._read(lambda: self._shard.info()).points_count) <= self._plain_max_points  # info(): microseconds
 
     def indexed_points(self) -> int:
         """Points whose vectors an HNSW index holds (0 on a shard that was never built)."""
-        return int(self._shard.info().indexed_vectors_count)
+        return int(self._read(lambda: self._shard.info()).indexed_vectors_count)
 
     def build_due(self) -> bool:
         """Would ``maintain`` build the index now (enough changes, writes quiet, past the plain size)?"""
@@ -387,14 +428,28 @@ class EdgeVectorStore:
         """
         if self._unflushed and self._shard is not None:
             self._give_way()
-        written, self._unflushed = self._unflushed, 0
-        if written and self._shard is not None:
-            self._shard.flush()
+        # A flush writes the shard's files: never while a build's copy is taken (_writes).
+        with self._writes.shared(), self._access.shared():
+            written, self._unflushed = self._unflushed, 0
+            if written and self._shard is not None:
+                self._shard.flush()
         return written
 
+    def build_in_flight(self) -> bool:
+        """Is a child process building a copy of the shard (``maintain`` swaps it in once done)?"""
+        return self._build is not None
+
     def maintain(self) -> None:
-        """Build the HNSW index when enough has changed and the shard is past its plain size.
-        Blocks: call it off the request path."""
+        """Build the HNSW index when enough has changed and the shard is past its plain size:
+        in a child process on a copy (``child_build``), swapped in by a later call once the
+        child is done, or here. Blocks (briefly with a child): call it off the request path."""
+        if self._build is not None:
+            if self._optimize_lock.acquire(blocking=False):
+                try:
+                    self._advance_build()
+                finally:
+                    self._optimize_lock.release()
+            return
         if not self._text_ready and self._text_backfill and self._optimize_lock.acquire(blocking=False):
             try:  # an older shard's one-off migration (pipeline.vectors.edge_text)
                 self.backfill_text()
@@ -408,31 +463,159 @@ class EdgeVectorStore:
             return
         if self.stays_plain():
             return  # the changes stay counted: the first build past the plain size indexes them
+        if self._child_build is not None and time.monotonic() < self._build_retry_at:
+            return  # the last build failed: not again before its retry time
         if not self._optimize_lock.acquire(blocking=False):
             return
         try:
+            if self._child_build is not None:
+                self._start_build()
+                return
             changes, self._changes = self._changes, 0
             started = time.monotonic()
             log.info(INDEX_BUILD_STARTED, extra={"changes": changes})
-            self._shard.optimize()
-            self._shard.flush()
+            with self._access.shared():
+                self._shard.optimize()
+                self._shard.flush()
             self._unflushed = 0
             self._conversion_due = False
             log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - started, 2)})
         finally:
             self._optimize_lock.release()
 
-    def close(self) -> None:
-        if self._shard is not None:
+    def finish_build(self, poll_s: float = 0.2) -> None:
+        """Block until a build in a child process is swapped in (or has failed): for offline
+        tools (a restore, a benchmark) that want the index built before they go on."""
+        while self._build is not None:
+            time.sleep(poll_s)
+            self.maintain()
+
+    def _start_build(self) -> None:
+        """Copy the shard for a child to build, journal writes from now on, start the child."""
+        changes, self._changes = self._changes, 0
+        started = time.monotonic()
+        build_path = edge_swap.sibling(self._path, edge_swap.BUILD)
+        try:
+            with self._writes.exclusive():  # vector writes and flushes wait; searches go on
+                with self._access.shared():
+                    self._shard.flush()
+                self._unflushed = 0
+                edge_swap.copy_shard(self._path, build_path)
+                self._journal = set()
+            paused = time.monotonic() - started
+            self._build = ChildBuild(self._path, self._size, self._payload_memory, self._child_build)
+        except BaseException:
+            shutil.rmtree(build_path, ignore_errors=True)
+            self._build_failed(changes)
+            raise
+        self._build_changes = changes
+        log.info(INDEX_BUILD_STARTED, extra={"changes": changes, "child_pid": self._build.pid,
+                                             "copy_seconds": round(paused, 3)})
+
+    def _build_failed(self, changes: int) -> None:
+        """The live shard stays as it is; its changes wait for the next try, after the retry time."""
+        self._journal = None
+        self._build = None
+        self._changes += changes
+        self._build_retry_at = time.monotonic() + self._child_build.retry_s
+
+    def _take_journal(self) -> set:
+        with self._writes.exclusive():  # no write between its shard update and its journal entry
+            ids, self._journal = self._journal, set()
+        return ids
+
+    def _advance_build(self) -> None:
+        """Swap in the child's build once it has exited 0; after a failure drop it."""
+        build = self._build
+        status = build.poll()
+        if status is None:
+            return
+        changes = self._build_changes
+        if status != 0:
+            build.discard()
+            self._build_failed(changes)
+            log.warning(INDEX_BUILD_FAILED, extra={"exit_status": status, "retry_s": self._child_build.retry_s,
+                                                   "seconds": round(time.monotonic() - build.started, 1)})
+            return
+        try:
+            caught_up, pause = self._swap_in(build)
+        except BaseException:
+            build.discard()
+            self._build_failed(changes)
+            raise
+        self._build = None
+        self._conversion_due = False
+        log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - build.started, 2),
+                                              "caught_up": caught_up, "swap_pause_seconds": round(pause, 3)})
+
+    def _swap_in(self, build: ChildBuild) -> tuple[int, float]:
+        """Bring the built copy up to date and make it the live shard; returns (points caught up,
+        seconds every shard call waited). A failure leaves the old shard live, as it was."""
+        qe = self._qe
+        config = edge_swap.edge_config(qe, self._size, self._payload_memory)
+        caught_up = 0
+        if len(self._journal) > edge_swap.CATCH_UP_PAUSED_MAX:
+            # Many points written during the build: most are copied into the built shard while
+            # the web goes on answering and writing (each step gives way), in rounds, each round
+            # copying what was written during the one before.
+            built = qe.EdgeShard.load(build.build_path, config)
+            try:
+                for _ in range(edge_swap.CATCH_UP_ROUNDS):
+                    caught_up += edge_swap.copy_points(self._shard, built, qe, self._take_journal(),
+                                                       self._give_way, self._read)
+                    if len(self._journal) <= edge_swap.CATCH_UP_PAUSED_MAX:
+                        break
+                built.flush()
+            finally:
+                built.close()
+        self.persist()  # so that the pause's flush of the live shard has next to nothing to write
+        paused = time.monotonic()
+        with self._writes.exclusive(), self._access.exclusive():
+            rest, self._journal = list(self._journal), None
+            read = [edge_swap.read_points(self._shard, rest[start:start + edge_swap.CATCH_UP_CHUNK])
+                    for start in range(0, len(rest), edge_swap.CATCH_UP_CHUNK)]
             self._shard.flush()
             self._shard.close()
             self._shard = None
-            shard_lock.release(self._path)
+            try:
+                edge_swap.swap_dirs(self._path)
+                self._shard = qe.EdgeShard.load(self._path, config)
+                for records, gone in read:
+                    edge_swap.apply_points(self._shard, qe, records, gone)
+                self._shard.flush()
+                discard = edge_swap.retire_old(self._path)
+            except BaseException:
+                # Never half-swapped: the old shard goes back, complete as it was closed.
+                if self._shard is not None:
+                    self._shard.close()
+                edge_swap.recover(self._path)
+                self._shard = qe.EdgeShard.load(self._path, config)
+                raise
+            self._unflushed = 0
+            pause = time.monotonic() - paused
+        shutil.rmtree(discard, ignore_errors=True)  # after the pause: a large shard takes a while
+        return caught_up + len(rest), pause
+
+    def close(self) -> None:
+        with self._optimize_lock:  # not in the middle of a swap
+            self._stop_build()
+            if self._shard is not None:
+                self._shard.flush()
+                self._shard.close()
+                self._shard = None
+                shard_lock.release(self._path)
+
+    def _stop_build(self) -> None:
+        """A stop during a build ends the child and removes its copy; the live shard has everything."""
+        if self._build is not None:
+            self._build.stop()
+            self._build = None
+            self._journal = None
+            self._changes += self._build_changes
 
     def drop(self) -> None:
-        import shutil
-
         with self._optimize_lock:
+            self._stop_build()
             if self._shard is not None:
                 self._shard.close()
                 self._shard = None

@@ -105,9 +105,17 @@ class VectorRouter:
         """The most points any open store would index in its next build (0 for a server)."""
         return max((getattr(store, "pending_changes", lambda: 0)() for store in self._services.open_vector_stores()), default=0)
 
+    def build_in_flight(self) -> bool:
+        """Is a child process building an open Edge store's index (swapped in by ``maintain``)?"""
+        return any(getattr(store, "build_in_flight", lambda: False)() for store in self._services.open_vector_stores())
+
     def maintain(self) -> None:
         for store in self._services.open_vector_stores():
             store.maintain()
+
+    def finish_build(self) -> None:
+        for store in self._services.open_vector_stores():
+            store.finish_build()
 
     def persist(self) -> int:
         return sum(store.persist() for store in self._services.open_vector_stores())

@@ -165,6 +165,9 @@ class QdrantServerVectorStore:
     def maintain(self) -> None:
         """The server optimises on its own."""
 
+    def finish_build(self) -> None:
+        """Nothing runs in the background here."""
+
     def persist(self) -> int:
         """The server flushes on its own."""
         return 0

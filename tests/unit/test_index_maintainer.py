@@ -113,3 +113,25 @@ def test_the_maintainer_flushes_on_its_own_interval_even_while_a_build_is_held()
         maintainer.stop()
         maintainer.join(5)
     assert not maintainer.is_alive()
+
+
+def test_a_build_in_a_child_is_finished_at_every_tick_whatever_the_holds_say():
+    """Its copy is taken and writes are journaled: the swap follows the child's exit at the next
+    tick (the flush interval), not the build interval, and an import on its way does not hold it."""
+    import threading
+    import time
+
+    maintained = threading.Event()
+    vectors = SimpleNamespace(build_due=lambda: True, pending_changes=lambda: 10, build_in_flight=lambda: True,
+                              maintain=maintained.set, persist=lambda: 0)
+    redis = _Redis()
+    redis.set("persist", 1)  # would hold a build that is only due
+    maintainer = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 3600.0,
+                                 BuildHolds(import_max_changes=1_000, similarity_wait_s=0, similarity_wait_max_changes=0),
+                                 flush_interval=0.05)
+    maintainer.start()
+    try:
+        assert maintained.wait(5)
+    finally:
+        maintainer.stop()
+        maintainer.join(5)

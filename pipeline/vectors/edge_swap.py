@@ -1,0 +1,194 @@
+"""The Edge HNSW build outside the web process: a child builds a copy, the web swaps it in.
+
+The web's side (copy, child, catch-up, swap, recovery); the child is pipeline.vectors.edge_build.
+
+``qdrant_edge`` holds Python's GIL for a whole ``optimize()`` (minutes at 100k points), so a
+build inside the web process stops it answering anything (docs/benchmarks-log.md, "The Edge
+build's stall"). With ``EDGE_BUILD_IN_CHILD`` the store (pipeline.vectors.edge) instead:
+
+1. copies its flushed shard to ``<shard>.build`` while vector writes wait (searches go on), and
+   journals the id of every point written from then on;
+2. runs ``python -m pipeline.vectors.edge_build <shard>.build`` (a module nothing else imports), niced
+   as the other background processes, which opens the copy, builds, flushes and closes it;
+3. when the child has exited 0, copies the journaled points' current state into the built copy
+   while the web goes on (only when there are many), then with every shard call paused: reads
+   the rest of the journal's points, closes the live shard, renames ``<shard>`` →
+   ``<shard>.old`` and ``<shard>.build`` → ``<shard>``, opens it, writes the points read and
+   flushes, and renames ``.old`` → ``.discard`` (removed after the pause).
+
+A start (``recover``) removes a left-over ``.build`` or ``.discard`` and puts a left-over
+``.old`` back over the live directory: ``.old`` is the shard as it was closed, complete; only
+the build is lost. Nothing here touches the shard's lock file (``<shard>.lock``, beside the
+directory), so the owner keeps it across the swap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+log = logging.getLogger(__name__)
+
+BUILD = ".build"  # the copy the child builds
+OLD = ".old"  # the live shard during the swap's renames
+DISCARD = ".discard"  # the old shard once the new one is live, removed after the pause
+# Points read from the live shard and written to the built one per step of the catch-up: each
+# step holds the GIL for a few milliseconds (a retrieve and an upsert of this many points).
+CATCH_UP_CHUNK = 256
+# Up to this many journaled points are copied with every shard call paused (about 1 ms per 20
+# points); past it the built copy is opened first and caught up while the web goes on, in
+# rounds, until fewer are left.
+CATCH_UP_PAUSED_MAX = 1_000
+CATCH_UP_ROUNDS = 5
+# How long a stop waits for a child it has asked to end before killing it.
+CHILD_STOP_S = 5.0
+
+
+@dataclass(frozen=True)
+class ChildBuildOptions:
+    """How a build in a child process runs (EDGE_BUILD_IN_CHILD and friends)."""
+
+    nice: int = 0  # steps below the web's priority (EMBEDDED_BACKGROUND_NICE)
+    retry_s: float = 600.0  # after a failed build, the least time before the next one (EDGE_BUILD_RETRY_S)
+    python: str = sys.executable
+
+
+def sibling(path: str, suffix: str) -> str:
+    return path.rstrip("/") + suffix
+
+
+def edge_config(qe: Any, size: int, payload_memory: str) -> Any:
+    """The shard's configuration: the web and the child must open it alike."""
+    return qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=size, distance=qe.Distance.Cosine),
+                         payload_memory=getattr(qe.Memory, payload_memory.capitalize()))
+
+
+def recover(path: str) -> list[str]:
+    """Undo what an interrupted build or swap left beside the shard; returns what was done.
+    Call it holding the shard's lock (pipeline.vectors.shard_lock), before opening the shard."""
+    done = []
+    for suffix in (BUILD, DISCARD):
+        leftover = sibling(path, suffix)
+        if os.path.lexists(leftover):
+            shutil.rmtree(leftover, ignore_errors=True)
+            done.append(f"removed {leftover}")
+    old = sibling(path, OLD)
+    if os.path.isdir(old):  # a swap was interrupted: the old shard is complete, the live dir may not be
+        if os.path.lexists(path):
+            shutil.rmtree(path)
+        os.rename(old, path)
+        done.append(f"restored {path} from {old}")
+    for line in done:
+        log.warning("Edge shard: an interrupted index build was cleaned up: %s", line)
+    return done
+
+
+def copy_shard(source: str, target: str) -> None:
+    """Copy a (flushed) shard directory. ``cp -r`` in a subprocess: the web's GIL is free while it
+    runs (shutil.copytree holds it between the copy syscalls; ops.bench.probe_edge_build measures both)."""
+    if os.path.lexists(target):
+        shutil.rmtree(target)
+    if shutil.which("cp"):
+        subprocess.run(["cp", "-r", "--", source, target], check=True, stdin=subprocess.DEVNULL)
+    else:
+        shutil.copytree(source, target)
+
+
+def _child_env() -> dict[str, str]:
+    """The web's environment, with the directory this package was imported from first on the path."""
+    import pipeline
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pipeline.__file__)))
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+
+
+class ChildBuild:
+    """One build of ``<shard>.build`` in a child process."""
+
+    def __init__(self, path: str, size: int, payload_memory: str, options: ChildBuildOptions):
+        self.path = path
+        self.build_path = sibling(path, BUILD)
+        self.started = time.monotonic()
+        args = [options.python, "-m", "pipeline.vectors.edge_build", self.build_path, "--size", str(size),
+                "--payload-memory", payload_memory, "--nice", str(options.nice), "--parent", str(os.getpid())]
+        # No preexec_fn (unsafe in a threaded process): the child nices itself. Its stderr is
+        # the web's, so a failing build's traceback lands in the web's log. It imports this
+        # very code, wherever the web was started from.
+        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=_child_env())
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def poll(self) -> int | None:
+        """The child's exit status, or None while it runs."""
+        return self._process.poll()
+
+    def stop(self) -> None:
+        """End the child (asked, then killed) and remove its copy."""
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(CHILD_STOP_S)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self.discard()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.build_path, ignore_errors=True)
+
+
+def read_points(source: Any, ids: list) -> tuple[list, list]:
+    """``ids``' current state in ``source``: (records with vector and payload as stored, ids absent)."""
+    records = source.retrieve(ids, with_payload=True, with_vector=True)
+    found = {str(r.id) for r in records}
+    return records, [i for i in ids if str(i) not in found]
+
+
+def apply_points(target: Any, qe: Any, records: list, gone: list) -> None:
+    """Write what ``read_points`` read: the present points upserted, the absent ones deleted."""
+    if records:
+        target.update(qe.UpdateOperation.upsert_points([qe.Point(r.id, _dense(r.vector), r.payload) for r in records]))
+    if gone:
+        target.update(qe.UpdateOperation.delete_points(gone))
+
+
+def copy_points(source: Any, target: Any, qe: Any, ids: Iterable[Any], before_step: Callable[[], Any] = lambda: None,
+                read: Callable[[Callable[[], Any]], Any] = lambda call: call()) -> int:
+    """Make ``target`` hold ``ids``' current state in ``source``, in steps of CATCH_UP_CHUNK;
+    returns the points copied. ``read`` runs each read of ``source`` (the store passes its guard)."""
+    ids = list(ids)
+    for start in range(0, len(ids), CATCH_UP_CHUNK):
+        chunk = ids[start:start + CATCH_UP_CHUNK]
+        before_step()
+        records, gone = read(lambda: read_points(source, chunk))
+        apply_points(target, qe, records, gone)
+    return len(ids)
+
+
+def _dense(vector: Any) -> list[float]:
+    if isinstance(vector, dict):  # Edge may return a name -> vector map
+        vector = vector.get("") if "" in vector else next(iter(vector.values()))
+    return list(vector)
+
+
+def swap_dirs(path: str) -> None:
+    """Live → ``.old``, built → live. Both shards closed; ``recover`` undoes a half-done swap."""
+    os.rename(path, sibling(path, OLD))
+    os.rename(sibling(path, BUILD), path)
+
+
+def retire_old(path: str) -> str:
+    """The new shard is live and flushed: the old one becomes ``.discard`` (a start removes it,
+    never restores it). Returns its path, for removal after the pause."""
+    discard = sibling(path, DISCARD)
+    os.rename(sibling(path, OLD), discard)
+    return discard

@@ -1,0 +1,302 @@
+"""The Edge index built by a child process on a copy of the shard, then swapped in (issue 21).
+
+The real ``qdrant_edge``, in-process (no server). A shard of 7,000 384-d points is past Qdrant's
+indexing threshold, so ``optimize()`` builds an HNSW index; ``plain_max_points`` and
+``optimize_min_changes`` are lowered so that the build is due at that size.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pipeline.vectors import EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
+from pipeline.vectors import edge_swap, shard_lock
+from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuildOptions, sibling
+
+pytestmark = pytest.mark.integration
+
+DIMS, COUNT = 384, 7000
+# Bounds on waits: far above what a 7,000-point build takes on a loaded 2-core machine (seconds).
+BUILD_WAIT_S = 300
+VECTORS = np.random.default_rng(21).standard_normal((COUNT + 2000, DIMS)).astype("float32")
+
+
+def memory(i: int, importance: float = 0.5) -> VectorPoint:
+    payload = vector_payload({"id": f"m{i}", "content": f"memory {i}", "tags": [f"chat:{i % 20}"], "type": "Context",
+                              "importance": importance, "timestamp": "2025-01-01T00:00:00+00:00"})
+    return VectorPoint(f"m{i}", VECTORS[i].tolist(), payload)
+
+
+def nearest(store: EdgeVectorStore, i: int) -> list[str]:
+    return [h.memory_id for h in store.search(VectorQuery(VECTORS[i].tolist(), 1))]
+
+
+def filled_store(path: str, options: ChildBuildOptions | None = None) -> EdgeVectorStore:
+    store = EdgeVectorStore(path, DIMS, optimize_min_changes=1, plain_max_points=100,
+                            child_build=options or ChildBuildOptions(nice=5, retry_s=0.5))
+    store.ensure_collection()
+    for start in range(0, COUNT, 1000):
+        store.upsert([memory(i) for i in range(start, start + 1000)])
+    return store
+
+
+def siblings(path: str) -> list[str]:
+    return [s for s in (BUILD, OLD, DISCARD) if os.path.lexists(sibling(path, s))]
+
+
+def wait_until(condition, timeout: float = BUILD_WAIT_S, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True
+
+
+class Heartbeat(threading.Thread):
+    """A thread that wakes every 10 ms: its longest gap is the longest the GIL was held from it."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.gaps: list[float] = []
+        self._halt = threading.Event()
+
+    def run(self):
+        last = time.perf_counter()
+        while not self._halt.wait(0.01):
+            now = time.perf_counter()
+            self.gaps.append(now - last - 0.01)
+            last = now
+
+    def finish(self) -> float:
+        self._halt.set()
+        self.join(5)
+        return max(self.gaps, default=0.0)
+
+
+@pytest.mark.parametrize("paused_max", [edge_swap.CATCH_UP_PAUSED_MAX, 2], ids=["in-the-pause", "caught-up-before"])
+def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_meanwhile(tmp_path, monkeypatch, paused_max):
+    """The journaled writes are copied into the built shard in the swap's pause, or (many of
+    them) mostly before it, in rounds of small steps, while the process goes on."""
+    monkeypatch.setattr(edge_swap, "CATCH_UP_PAUSED_MAX", paused_max)
+    monkeypatch.setattr(edge_swap, "CATCH_UP_CHUNK", 16)
+    path = str(tmp_path / "shard")
+    store = filled_store(path)
+    assert store.build_due() and store.indexed_points() == 0
+    store.maintain()
+    assert store.build_in_flight() and os.path.isdir(sibling(path, BUILD))
+    child = store._build
+
+    heartbeat = Heartbeat()
+    heartbeat.start()
+    searches, written, deleted, repayloaded = 0, [], [], []
+    started = time.monotonic()
+    while child.poll() is None and time.monotonic() - started < BUILD_WAIT_S:
+        # the web's work goes on: searches answer, writes, deletes and payload changes land
+        probe = (searches * 7 + 3) % COUNT  # never deleted below
+        assert nearest(store, probe) == [f"m{probe}"]
+        searches += 1
+        new = COUNT + len(written)
+        store.upsert([memory(new)])
+        written.append(new)
+        store.delete([f"m{len(deleted) * 7 + 1}"])
+        deleted.append(len(deleted) * 7 + 1)
+        store.set_payloads({f"m{len(repayloaded) * 7 + 2}": {"importance": 0.9}})
+        repayloaded.append(len(repayloaded) * 7 + 2)
+        time.sleep(0.05)
+    build_s = time.monotonic() - started
+    longest_gap = heartbeat.finish()
+    assert child.poll() == 0
+    # The build held the child's GIL, not this one: had it been held here, the heartbeat's
+    # longest gap would be the build's whole length.
+    assert longest_gap < build_s / 3, (longest_gap, build_s)
+    assert searches >= 5
+
+    store.maintain()  # the swap
+    assert not store.build_in_flight() and store.indexed_points() > 0
+    assert siblings(path) == []
+    assert shard_lock._lock_path(path) in shard_lock._held  # the owner still holds its lock
+    expected = COUNT + len(written) - len(deleted)
+
+    def check(s: EdgeVectorStore):
+        assert s.count() == expected
+        assert nearest(s, written[-1]) == [f"m{written[-1]}"] and nearest(s, 3) == ["m3"]
+        assert s.retrieve([f"m{i}" for i in deleted]) == {}
+        stored = s.retrieve([f"m{i}" for i in repayloaded])
+        assert {r.payload["importance"] for r in stored.values()} == {0.9}
+        assert stored[f"m{repayloaded[0]}"].payload["content"] == f"memory {repayloaded[0]}"  # merged, not replaced
+
+    check(store)
+    assert store.pending_changes() == len(written) + len(deleted)  # the writes since the copy: unindexed
+    store.upsert([memory(COUNT + 1999)])  # the new shard takes writes
+    expected += 1
+    store.close()
+    reopened = EdgeVectorStore(path, DIMS)
+    reopened.ensure_collection()
+    check(reopened)
+    assert reopened.indexed_points() > 0
+    reopened.close()
+
+
+def test_a_failed_build_leaves_the_live_shard_and_is_tried_again_later(tmp_path):
+    path = str(tmp_path / "shard")
+    store = filled_store(path, ChildBuildOptions(retry_s=3600, python="/bin/false"))  # a child that exits 1
+    store.maintain()
+    assert wait_until(lambda: store._build.poll() is not None)
+    store.upsert([memory(COUNT)])
+    store.maintain()
+    assert not store.build_in_flight() and siblings(path) == []
+    assert store.count() == COUNT + 1 and nearest(store, COUNT) == [f"m{COUNT}"] and store.indexed_points() == 0
+    assert store.pending_changes() == COUNT + 1  # the failed build's changes wait for the next one
+    store.maintain()
+    assert not store.build_in_flight()  # not again before the retry time
+
+    store._child_build = ChildBuildOptions(nice=5, retry_s=0.2)
+    store._build_retry_at = 0.0
+    store.maintain()
+    assert store.build_in_flight()
+    os.kill(store._build.pid, signal.SIGKILL)  # a child killed mid-build
+    assert wait_until(lambda: store._build.poll() is not None)
+    store.maintain()
+    assert not store.build_in_flight() and siblings(path) == [] and store.count() == COUNT + 1
+    store.maintain()
+    assert not store.build_in_flight()
+    time.sleep(0.3)  # past the retry time: built this time
+    store.maintain()
+    assert store.build_in_flight()
+    assert wait_until(lambda: store._build.poll() is not None)
+    store.maintain()
+    assert not store.build_in_flight() and store.indexed_points() > 0 and store.count() == COUNT + 1
+    store.close()
+
+
+def test_a_swap_that_fails_halfway_puts_the_old_shard_back(tmp_path, monkeypatch):
+    path = str(tmp_path / "shard")
+    store = filled_store(path)
+    store.maintain()
+    store.upsert([memory(COUNT)])
+    assert wait_until(lambda: store._build.poll() is not None)
+
+    def half(p):
+        os.rename(p, sibling(p, OLD))
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(edge_swap, "swap_dirs", half)
+    with pytest.raises(OSError):
+        store.maintain()
+    assert not store.build_in_flight() and siblings(path) == []
+    assert store.count() == COUNT + 1 and nearest(store, COUNT) == [f"m{COUNT}"] and store.indexed_points() == 0
+    store.upsert([memory(COUNT + 1)])
+    assert nearest(store, COUNT + 1) == [f"m{COUNT + 1}"]
+    store.close()
+
+
+def test_a_start_after_an_interrupted_swap_or_build_restores_the_complete_shard(tmp_path):
+    path = str(tmp_path / "shard")
+    store = EdgeVectorStore(path, 8)
+    store.ensure_collection()
+    store.upsert([VectorPoint(f"m{i}", [float(i == j) for j in range(8)], vector_payload(
+        {"id": f"m{i}", "content": "c", "tags": [], "type": "Context", "importance": 0.5})) for i in range(8)])
+    store.close()
+
+    # killed between the swap's two renames: the live dir gone, the old one beside it, a build left
+    os.rename(path, sibling(path, OLD))
+    shutil.copytree(sibling(path, OLD), sibling(path, BUILD))
+    reopened = EdgeVectorStore(path, 8)
+    reopened.ensure_collection()
+    assert reopened.count() == 8 and siblings(path) == []
+    reopened.close()
+
+    # killed after both renames: a half-caught-up build in the live dir, the complete old beside it
+    complete = str(tmp_path / "complete")
+    shutil.copytree(path, complete)
+    half = EdgeVectorStore(path, 8)
+    half.ensure_collection()
+    half.delete(["m0", "m1"])
+    half.close()
+    os.rename(complete, sibling(path, OLD))
+    os.makedirs(sibling(path, DISCARD))
+    reopened = EdgeVectorStore(path, 8)
+    reopened.ensure_collection()
+    assert reopened.count() == 8 and siblings(path) == []
+    reopened.close()
+
+
+def test_a_stop_during_a_build_ends_the_child_and_keeps_the_live_shard(tmp_path):
+    path = str(tmp_path / "shard")
+    store = filled_store(path)
+    store.maintain()
+    child = store._build
+    store.upsert([memory(COUNT)])
+    store.close()
+    assert child.poll() is not None and siblings(path) == []
+    reopened = EdgeVectorStore(path, DIMS)
+    reopened.ensure_collection()
+    assert reopened.count() == COUNT + 1 and reopened.indexed_points() == 0
+    reopened.close()
+
+
+def test_the_index_maintainer_starts_the_child_build_and_swaps_it_in_on_its_own(tmp_path):
+    from types import SimpleNamespace
+
+    from api.index_maintainer import IndexMaintainer
+
+    path = str(tmp_path / "shard")
+    store = filled_store(path)
+    maintainer = IndexMaintainer(SimpleNamespace(vectors=store), interval=0.05)  # no holds: nothing else to consult
+    maintainer.start()
+    try:
+        assert wait_until(store.build_in_flight)
+        assert wait_until(lambda: store.indexed_points() > 0)
+    finally:
+        maintainer.stop()
+        maintainer.join(10)
+    assert not store.build_in_flight() and siblings(path) == [] and store.count() == COUNT
+    store.close()
+
+
+_OWNER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.integration.test_edge_build import filled_store
+store = filled_store({path!r})
+store.maintain()
+print(store._build.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_owner_leaves_no_child_building_and_its_next_start_removes_the_copy(tmp_path):
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "shard")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER.format(root=root, path=path)], cwd=root,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(owner.stdout.readline())
+        assert os.path.isdir(sibling(path, BUILD))
+    finally:
+        owner.kill()
+        owner.wait(30)
+        owner.stdout.close()
+
+    def gone() -> bool:
+        try:
+            with open(f"/proc/{child}/stat") as handle:
+                return handle.read().split()[2] == "Z"  # a zombie until reaped: it has ended
+        except FileNotFoundError:
+            return True
+    assert wait_until(gone, timeout=10)  # PR_SET_PDEATHSIG: killed with its parent
+    reopened = EdgeVectorStore(path, DIMS)
+    reopened.ensure_collection()
+    assert reopened.count() == COUNT and siblings(path) == []
+    reopened.close()

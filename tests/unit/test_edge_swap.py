@@ -1,0 +1,93 @@
+"""The web's side of the Edge build in a child: what a start cleans up, the copy, the child's
+life (pipeline.vectors.edge_swap, issue 21). The real shard's build and swap are in
+tests/integration/test_edge_build.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, copy_shard, recover, sibling
+
+
+def _dir(path: str, marker: str) -> None:
+    os.makedirs(path)
+    with open(os.path.join(path, "which"), "w") as handle:
+        handle.write(marker)
+
+
+def _which(path: str) -> str:
+    with open(os.path.join(path, "which")) as handle:
+        return handle.read()
+
+
+def test_a_clean_shard_is_left_alone(tmp_path):
+    live = str(tmp_path / "shard")
+    _dir(live, "live")
+    assert recover(live) == [] and _which(live) == "live"
+
+
+def test_a_left_over_build_or_discard_is_removed_and_the_live_shard_kept(tmp_path):
+    live = str(tmp_path / "shard")
+    _dir(live, "live")
+    _dir(sibling(live, BUILD), "build")
+    _dir(sibling(live, DISCARD), "discard")
+    assert len(recover(live)) == 2
+    assert _which(live) == "live" and sorted(os.listdir(tmp_path)) == ["shard"]
+
+
+def test_an_interrupted_swap_puts_the_old_shard_back_whatever_the_live_dir_holds(tmp_path):
+    live = str(tmp_path / "shard")
+    _dir(sibling(live, OLD), "old")  # between the renames: no live dir
+    recover(live)
+    assert _which(live) == "old" and os.listdir(tmp_path) == ["shard"]
+    _dir(sibling(live, OLD), "old again")  # after both renames: the build is live, not yet caught up
+    recover(live)
+    assert _which(live) == "old again" and os.listdir(tmp_path) == ["shard"]
+
+
+def test_the_copy_replaces_a_stale_one(tmp_path):
+    live, copy = str(tmp_path / "shard"), str(tmp_path / "shard.build")
+    _dir(live, "live")
+    os.makedirs(os.path.join(live, "segments", "s1"))
+    _dir(copy, "stale")
+    copy_shard(live, copy)
+    assert _which(copy) == "live" and os.path.isdir(os.path.join(copy, "segments", "s1"))
+
+
+def test_a_child_reports_its_exit_and_a_stop_ends_it_and_removes_its_copy(tmp_path):
+    live = str(tmp_path / "shard")
+    _dir(sibling(live, BUILD), "copy")
+    failing = ChildBuild(live, 8, "pinned", ChildBuildOptions(python="/bin/false"))
+    failing._process.wait(30)
+    assert failing.poll() == 1
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\ntime.sleep(60)\n")
+    # a stand-in interpreter: ``<python> -m pipeline.vectors.edge_build ...`` sleeps instead
+    sleeper = tmp_path / "sleeper"
+    sleeper.write_text(f"#!/bin/sh\nexec {sys.executable} {slow}\n")
+    sleeper.chmod(0o755)
+    running = ChildBuild(live, 8, "pinned", ChildBuildOptions(python=str(sleeper)))
+    assert running.poll() is None
+    running.stop()
+    assert running.poll() is not None and not os.path.exists(sibling(live, BUILD))
+
+
+def test_the_child_imports_the_code_the_web_runs_wherever_it_was_started(tmp_path, monkeypatch):
+    import pipeline
+    from pipeline.vectors.edge_swap import _child_env
+
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pipeline.__file__)))
+    assert _child_env()["PYTHONPATH"] == root + os.pathsep + "/elsewhere"
+
+
+def test_the_setting_gives_the_store_a_child_niced_as_the_background_processes(tmp_path):
+    from pipeline.config import Settings
+    from pipeline.vectors import build_vector_store
+
+    on = build_vector_store(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EMBEDDED_BACKGROUND_NICE=7, EDGE_BUILD_RETRY_S=60), 8)
+    assert on._child_build.nice == 7 and on._child_build.retry_s == 60
+    assert Settings().edge_build_in_child  # the embedded default builds outside the web
+    off = build_vector_store(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EDGE_BUILD_IN_CHILD=False), 8)
+    assert off._child_build is None  # optimize() in the web, as before
