@@ -89,7 +89,6 @@ class WorkerSettings(SettingsGroup):
     worker_threads: int = Field(4, ge=1, description="Threads per worker process.")
     web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vectors and similarity queues with Qdrant Edge (they need the shard), none with a Qdrant server.")
     actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue (errors other than connection errors: bad data fails the same way every time).")
-    actor_time_limit_s: float = Field(600.0, gt=0, description="Longest a stage may run on one message before Dramatiq interrupts it and the message is retried like a failure. Stages cut their work into messages that finish in seconds; raise it only for consolidation on a very large store.")
     actor_unavailable_retry_seconds: float = Field(3600.0, ge=0, description="How long a stage keeps retrying a message that fails because a store, the broker or the embedding provider cannot be reached (connection errors, timeouts) before it goes to the dead-letter queue (never fewer retries than ACTOR_MAX_RETRIES). A write that runs out is marked failed and stays replayable.")
 
 
@@ -312,6 +311,7 @@ class ProcessSettings(SettingsGroup):
     web_gc_freeze: bool = Field(True, description="Whether the web process exempts what it holds after start-up from Python's garbage collector (gc.freeze()): a full collection then walks only what was allocated since, instead of stopping every request for 0.1-0.3 s while an import flows (api.gc_pause).")
     embedded_background_nice: int = Field(10, ge=0, le=19, description="Niceness the launcher (make run) gives the worker and enricher processes, so that on a busy machine the web answering recalls gets the CPU first and the write path and enrichment take what is left (0 = the same priority as the web).")
 
+    actor_time_limit_s: float = Field(600.0, gt=0, description="Longest a stage may run on one message before Dramatiq interrupts it and the message is retried like a failure. Stages cut their work into messages that finish in seconds; raise it only for consolidation on a very large store.")
     retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
     retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
     heartbeat_timeout_ms: int = Field(15_000, ge=1000, description="Silence after which a worker is presumed dead; its messages are back on their queues within 1.25x this (docs/delivery.md).")
