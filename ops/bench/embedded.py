@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -21,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from ops.redis_servers import free_port
+from pipeline.vectors import INDEX_BUILD_FAILED, INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,3 +175,10 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float | None:
     except OSError:
         return None
     return None
+
+
+def index_builds(service: EmbeddedService) -> tuple[int, list[float], int]:
+    """(Edge index builds started, lengths in s of those finished, builds failed), from the service's log."""
+    log = (service.data_dir / "serve.log").read_text(errors="replace")
+    finished = [float(m) for m in re.findall(re.escape(INDEX_BUILD_FINISHED) + r'.*?"seconds": ?([0-9.]+)', log)]
+    return log.count(INDEX_BUILD_STARTED), finished, log.count(INDEX_BUILD_FAILED)

@@ -51,7 +51,7 @@ from pathlib import Path
 import httpx
 
 from ops.bench import locomo
-from ops.bench.embedded import EmbeddedService, alive, descendants, rss_mb
+from ops.bench.embedded import EmbeddedService, alive, descendants, index_builds, rss_mb
 from ops.bench.real import DATA, conversation_turns, raw_model_rate, slack_texts
 from ops.bench.restart import kill_all
 from pipeline.config import Settings
@@ -380,6 +380,25 @@ def run_growth(args: argparse.Namespace, save) -> dict:
     return report
 
 
+def wait_for_index_build(service: EmbeddedService, timeout: float, before: tuple[int, list[float], int],
+                         start_within_s: float = 30.0) -> dict:
+    """Past the plain size the web builds the Edge index once writes pause (in a child process,
+    the web answering meanwhile): recall is measured on the store as it settles, so wait up to
+    ``start_within_s`` for a build to begin and then for every build begun to end (or fail).
+    ``before``: ``index_builds`` as it was before this size's writes."""
+    started_before, finished_before, failed_before = before
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        started, finished, failed = index_builds(service)
+        started, finished, failed = started - started_before, finished[len(finished_before):], failed - failed_before
+        running = started > len(finished) + failed
+        if not running and (started or time.monotonic() - began >= start_within_s):
+            return {"started": started, "seconds": finished, "failed": failed,
+                    "waited_s": round(time.monotonic() - began, 1)}
+        time.sleep(2)
+    raise RuntimeError(f"the Edge index build did not end within {timeout}s")
+
+
 def web_rss(service: EmbeddedService) -> dict | None:
     web = service.processes().get("web", [])
     if not web:
@@ -390,12 +409,14 @@ def web_rss(service: EmbeddedService) -> dict | None:
 def measure_size(service: EmbeddedService, row: dict, texts: list[str], queries: list[str], stored: int,
                  args: argparse.Namespace) -> None:
     size = row["memories"]
+    builds_before = index_builds(service)
     started = time.monotonic()
     send_batches(service, real_bodies(texts, size, start=stored))
     row["accept_s"] = round(time.monotonic() - started, 1)
     wait_for(service, write_path_done(size), args.timeout, f"{size} recallable")
     row["write_s"] = round(time.monotonic() - started, 1)
     row["background_backlog"] = {q: n for q, n in (health(service).get("queues") or {}).items() if n}
+    row["index_build"] = wait_for_index_build(service, args.timeout, builds_before)
     row["recall_plain"] = recall_latency(service, queries, tagged=False)
     row["recall_tagged"] = recall_latency(service, queries, tagged=True)
     row["web_rss_mb"] = web_rss(service)

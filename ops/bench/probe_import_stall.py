@@ -19,25 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import time
 from pathlib import Path
 
-from ops.bench.embedded import EmbeddedService
+from ops.bench.embedded import EmbeddedService, index_builds as builds
 from ops.bench.lifecycle import (DATA, Prober, background_done, health, latency_summary, questions, real_bodies,
                                  send_batches, wait_for, write_path_done)
 from ops.bench.real import conversation_turns, slack_texts
-from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def builds(service: EmbeddedService) -> tuple[int, list[float]]:
-    """(builds started, lengths in s of those finished), from the service's log."""
-    log = (service.data_dir / "serve.log").read_text(errors="replace")
-    started = log.count(INDEX_BUILD_STARTED)
-    finished = [float(m) for m in re.findall(re.escape(INDEX_BUILD_FINISHED) + r'.*?"seconds": ?([0-9.]+)', log)]
-    return started, finished
 
 
 def run_variant(settings: dict[str, str], bodies: list[dict], queries: list[str], args) -> dict:
@@ -57,7 +47,7 @@ def run_variant(settings: dict[str, str], bodies: list[dict], queries: list[str]
         prober.phase = "after"
         until = time.monotonic() + args.after
         while time.monotonic() < until and time.monotonic() - started < args.timeout:
-            begun, finished = builds(service)
+            begun, finished, _ = builds(service)
             if begun > len(finished):
                 until = max(until, time.monotonic() + 5)  # a build is running: probe until it ends
             time.sleep(1)
@@ -67,7 +57,7 @@ def run_variant(settings: dict[str, str], bodies: list[dict], queries: list[str]
         rows = [(s, status) for _, kind, s, status in prober.samples if kind == "recall"]
         checks = [(s, status) for _, kind, s, status in prober.samples if kind == "health"]
         report["all"] = {"recall": latency_summary(rows, ok=(200,)), "health": latency_summary(checks, ok=(200,))}
-        begun, finished = builds(service)
+        begun, finished, _ = builds(service)
         report["index_builds"] = {"started": begun, "seconds": finished}
         h = health(service)
         report["vector_count"] = h.get("vector_count")

@@ -29,6 +29,7 @@ from pipeline.foreground import never_wait
 from pipeline.vectors.edge import (
     EDGE_COVERED_FIELDS,
     EDGE_NATIVE_FIELDS,
+    INDEX_BUILD_FAILED,
     INDEX_BUILD_FINISHED,
     INDEX_BUILD_STARTED,
     EdgeVectorStore,
@@ -52,7 +53,7 @@ from pipeline.vectors.store import (
 )
 
 __all__ = [
-    "ARCHIVED", "EDGE_COVERED_FIELDS", "EDGE_NATIVE_FIELDS", "FLOAT_INDEXES", "INDEX_BUILD_FINISHED",
+    "ARCHIVED", "EDGE_COVERED_FIELDS", "EDGE_NATIVE_FIELDS", "FLOAT_INDEXES", "INDEX_BUILD_FAILED", "INDEX_BUILD_FINISHED",
     "INDEX_BUILD_STARTED", "KEYWORD_INDEXES", "EdgeVectorStore", "QdrantServerVectorStore", "VectorHit",
     "VectorPoint", "VectorQuery", "VectorRecord", "VectorStore", "archived_payload", "build_vector_store",
     "edge_packed_payload", "is_excluded", "plain_payload", "vector_payload",

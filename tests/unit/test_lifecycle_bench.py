@@ -87,3 +87,11 @@ def test_suite_reads_a_growth_row_that_failed_and_the_web_rss_split():
     assert table[3].startswith("| 1,000,000 | not measured: RuntimeError: 1000000 recallable") and "4,900.0 (1,300.0)" in table[3]
     headline = render._headline("growth", f, {})
     assert headline.startswith("at 100,000 memories: recall p95 14.0 ms") and "; 1,000,000 not measured (" in headline
+
+
+def test_growth_waits_for_the_index_build_of_this_size_only(monkeypatch):
+    logs = iter([(1, [30.0], 0), (2, [30.0], 0), (2, [30.0], 0), (2, [30.0, 95.5], 0)])
+    monkeypatch.setattr(lifecycle, "index_builds", lambda service: next(logs))
+    monkeypatch.setattr(lifecycle.time, "sleep", lambda s: None)
+    built = lifecycle.wait_for_index_build(None, timeout=60, before=(1, [30.0], 0))
+    assert built["started"] == 1 and built["seconds"] == [95.5] and built["failed"] == 0
