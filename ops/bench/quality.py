@@ -206,8 +206,11 @@ def _background_backlog(stack) -> dict[str, int]:
 
 
 def bench_corpus(servers, corpus: str, conversations: list[tuple[str, dict]], overrides: dict[str, str],
-                 params: dict[str, str], variants: list[str], after_write: bool) -> dict:
-    """One corpus on a fresh stack: ingest, the after-write pass, idle, the idle pass, variants."""
+                 params: dict[str, str], variants: list[str], after_write: bool, dump_pools: Path | None = None) -> dict:
+    """One corpus on a fresh stack: ingest, the after-write pass, idle, the idle pass, variants.
+
+    With ``dump_pools``, the idle store's pools (limit 50, ``ops.bench.quality_sim dump``) are also
+    written to ``<dump_pools>-<corpus>.json`` for offline replays, without an ingest of their own."""
     from ops.bench.ingest import CpuMeter
     from ops.bench.real import shipped_env
     from ops.bench.stack import Stack, discard_data
@@ -243,6 +246,13 @@ def bench_corpus(servers, corpus: str, conversations: list[tuple[str, dict]], ov
             cpu = meter.per_memory_ms(count)
             report["cpu_ms_per_memory"] = cpu
             report["idle"] = recall_all(api, conversations, params)
+        if dump_pools is not None:
+            from ops.bench.quality_sim import dump
+            from ops.bench.stack import API_TOKEN
+
+            target = dump_pools.with_name(f"{dump_pools.name}-{corpus}.json")
+            target.write_bytes(orjson.dumps(dump(stack.url, API_TOKEN, 50, params, conversations=conversations)))
+            print(f"{corpus}: pools → {target}", flush=True)
         report["variants"] = []
         base_env = dict(stack.extra_env)
         for variant in variants:
@@ -300,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recall-param", action="append", default=[], metavar="NAME=VALUE",
                         help="a /recall query parameter added to every recall (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_quality.json")
+    parser.add_argument("--dump-pools", type=Path, metavar="PREFIX",
+                        help="also dump each corpus's idle pools (limit 50) to PREFIX-<corpus>.json for quality_sim replay")
     args = parser.parse_args(argv)
     folders = [args.data] if args.data else [data_root() / name for name in args.corpora.split(",") if name]
     params = _settings(args.recall_param)
@@ -326,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             for folder in folders:
                 conversations = load(folder)[: args.limit_conversations]
                 report["corpora"].append(bench_corpus(servers, folder.name, conversations, _settings(args.env), params,
-                                                      args.variant, not args.no_after_write))
+                                                      args.variant, not args.no_after_write, args.dump_pools))
                 print(render({"corpora": report["corpora"][-1:]}), flush=True)
         finally:
             servers.stop()
