@@ -20,7 +20,7 @@ from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs
+from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs, same_speaker
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -48,6 +48,7 @@ class SearchPolicy:
     scoped_fetch_factor: int
     keyword_per_result: int
     keyword_topic_per_result: int  # a second text search without the query's names (query/topics.py)
+    far_same_speaker: bool  # the two-apart neighbour share only between one speaker's turns (query/neighbours.py)
     keyword_source: str
     nameless_weight: float  # the query also embedded without its names (query/names.py)
     nameless_form: str  # ... its names left out ("drop") or as pronouns ("pronouns", query/pronouns.py)
@@ -70,6 +71,7 @@ class SearchPolicy:
             scoped_fetch_factor=settings.recall_scoped_fetch_factor,
             keyword_per_result=settings.recall_keyword_per_result,
             keyword_topic_per_result=settings.recall_keyword_topic_per_result,
+            far_same_speaker=settings.recall_neighbour_far_same_speaker,
             keyword_source=settings.recall_keyword_source,
             nameless_weight=settings.recall_query_nameless_weight,
             nameless_form=settings.recall_query_nameless_form,
@@ -350,7 +352,8 @@ class QuerySearch:
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
         if chained is not None:
-            apply_neighbour_bonus(rows, chained.adjacent, near, chained.two_apart, far)
+            two_apart = same_speaker(rows, chained.two_apart) if self._policy.far_same_speaker else chained.two_apart
+            apply_neighbour_bonus(rows, chained.adjacent, near, two_apart, far)
         order_rows(rows, sort)
         return rows, fetched
 
