@@ -119,6 +119,7 @@ def score_question(api: httpx.Client, question: Question, k_max: int, params: di
     scores["hit@5"] = 1.0 if first_hit and first_hit <= 5 else 0.0
     scores["mrr"] = 1.0 / first_hit if first_hit else 0.0
     scores["_ms"] = elapsed_ms
+    scores["_ranked"] = ranked
     return scores
 
 
@@ -139,6 +140,9 @@ def _percentile(values: list[float], share: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 1) if ordered else 0.0
 
 
+KEEP_RANKINGS = False  # --keep-rankings: each pass also lists every question's top ten (dia ids), to diff variants
+
+
 def recall_all(api: httpx.Client, conversations: list[tuple[str, dict]], params: dict[str, str] | None = None) -> dict:
     qs = [q for name, data in conversations for q in questions(name, data)]
     load_before = round(os.getloadavg()[0], 1)
@@ -154,6 +158,8 @@ def recall_all(api: httpx.Client, conversations: list[tuple[str, dict]], params:
         "recall_p95_ms": _percentile(latencies, 0.95),
         "load_average": [load_before, round(os.getloadavg()[0], 1)],  # the machine is shared: read timings with it
         "summary": aggregate(rows),
+        **({"rankings": [{"query": q.text, "category": q.category, "evidence": list(q.evidence),
+                          "ranked": scores["_ranked"]} for q, (_, scores) in zip(qs, rows)]} if KEEP_RANKINGS else {}),
     }
 
 
@@ -206,8 +212,11 @@ def _background_backlog(stack) -> dict[str, int]:
 
 
 def bench_corpus(servers, corpus: str, conversations: list[tuple[str, dict]], overrides: dict[str, str],
-                 params: dict[str, str], variants: list[str], after_write: bool) -> dict:
-    """One corpus on a fresh stack: ingest, the after-write pass, idle, the idle pass, variants."""
+                 params: dict[str, str], variants: list[str], after_write: bool, dump_pools: Path | None = None) -> dict:
+    """One corpus on a fresh stack: ingest, the after-write pass, idle, the idle pass, variants.
+
+    With ``dump_pools``, the idle store's pools (limit 50, ``ops.bench.quality_sim dump``) are also
+    written to ``<dump_pools>-<corpus>.json`` for offline replays, without an ingest of their own."""
     from ops.bench.ingest import CpuMeter
     from ops.bench.real import shipped_env
     from ops.bench.stack import Stack, discard_data
@@ -243,6 +252,13 @@ def bench_corpus(servers, corpus: str, conversations: list[tuple[str, dict]], ov
             cpu = meter.per_memory_ms(count)
             report["cpu_ms_per_memory"] = cpu
             report["idle"] = recall_all(api, conversations, params)
+        if dump_pools is not None:
+            from ops.bench.quality_sim import dump
+            from ops.bench.stack import API_TOKEN
+
+            target = dump_pools.with_name(f"{dump_pools.name}-{corpus}.json")
+            target.write_bytes(orjson.dumps(dump(stack.url, API_TOKEN, 50, params, conversations=conversations)))
+            print(f"{corpus}: pools → {target}", flush=True)
         report["variants"] = []
         base_env = dict(stack.extra_env)
         for variant in variants:
@@ -300,7 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recall-param", action="append", default=[], metavar="NAME=VALUE",
                         help="a /recall query parameter added to every recall (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_quality.json")
+    parser.add_argument("--keep-rankings", action="store_true",
+                        help="keep every question's top ten (dia ids) per pass and variant in the JSON, to diff them")
+    parser.add_argument("--dump-pools", type=Path, metavar="PREFIX",
+                        help="also dump each corpus's idle pools (limit 50) to PREFIX-<corpus>.json for quality_sim replay")
     args = parser.parse_args(argv)
+    global KEEP_RANKINGS
+    KEEP_RANKINGS = args.keep_rankings
     folders = [args.data] if args.data else [data_root() / name for name in args.corpora.split(",") if name]
     params = _settings(args.recall_param)
     report: dict = {"settings": {**_settings(args.env), **params}, "variants": args.variant, "corpora": [],
@@ -326,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             for folder in folders:
                 conversations = load(folder)[: args.limit_conversations]
                 report["corpora"].append(bench_corpus(servers, folder.name, conversations, _settings(args.env), params,
-                                                      args.variant, not args.no_after_write))
+                                                      args.variant, not args.no_after_write, args.dump_pools))
                 print(render({"corpora": report["corpora"][-1:]}), flush=True)
         finally:
             servers.stop()

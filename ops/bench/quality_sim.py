@@ -39,8 +39,11 @@ from pipeline.query.when import asks_when, in_periods, named_periods, states_tim
 _DIA = re.compile(r"D(\d+):(\d+)")
 
 
-def dump(url: str, token: str | None, limit: int, params: dict[str, str], data: Path) -> list[dict]:
-    qs = [q for name, conversation in load(data) for q in questions(name, conversation)]
+def dump(url: str, token: str | None, limit: int, params: dict[str, str], data: Path | None = None,
+         conversations: list[tuple[str, dict]] | None = None) -> list[dict]:
+    """Every scored question of ``data`` (or of ``conversations``, already loaded) with its pool."""
+    loaded = conversations if conversations is not None else load(data)
+    qs = [q for name, conversation in loaded for q in questions(name, conversation)]
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     with httpx.Client(base_url=url, headers=headers, timeout=120) as api:
         def one(question) -> dict:

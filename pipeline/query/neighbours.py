@@ -18,6 +18,7 @@ from typing import Any
 
 from pipeline.enrichment.scopes import scope_tags
 from pipeline.graph import GraphStore
+from pipeline.labelled import split_label
 from pipeline.query.response import Scored
 
 # Fixed relation type and path lengths; ids are parameters. Both directions are found from the
@@ -113,6 +114,24 @@ def batch_pairs(rows: list[tuple[str, Any, Any, list[str]]], scope_prefixes: tup
                 if earlier is not None and earlier[1] <= at:
                     found.add((later, earlier[0]))
     return sorted(near), sorted(far)
+
+
+def same_speaker(rows: list[Scored], pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The ``pairs`` whose two turns have the same speaker label (``RECALL_NEIGHBOUR_FAR_SAME_SPEAKER``).
+
+    A pair where either side has no label (not a conversation turn, or a label the content does
+    not carry) is kept: nothing says it crosses speakers. LoCoMo's turns alternate, so every
+    two-apart pair there is one speaker's and this changes nothing; in a real chat one speaker
+    sends several messages in a row, and a pair two apart is as often the other speaker's
+    message on another topic (issue 23: the two-apart share cost REALTALK recall@10 0.012).
+    """
+    labels = {row.id: split_label(row.candidate.memory.get("content") or "")[0] for row in rows}
+    kept = []
+    for later, earlier in pairs:
+        first, second = labels.get(later), labels.get(earlier)
+        if first is None or second is None or first.casefold() == second.casefold():
+            kept.append((later, earlier))
+    return kept
 
 
 def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]]) -> dict[str, float]:

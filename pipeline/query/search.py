@@ -20,11 +20,12 @@ from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs
+from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs, same_speaker
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
 from pipeline.query.state import StateReport, resolve_heads, validity_reason
+from pipeline.query.topics import topic_keywords
 from pipeline.query.when import asks_when, in_periods, named_periods, states_time
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ class SearchPolicy:
     keyword_read: int
     scoped_fetch_factor: int
     keyword_per_result: int
+    keyword_topic_per_result: int  # a second text search without the query's names (query/topics.py)
+    far_same_speaker: bool  # the two-apart neighbour share only between one speaker's turns (query/neighbours.py)
     keyword_source: str
     nameless_weight: float  # the query also embedded without its names (query/names.py)
     nameless_form: str  # ... its names left out ("drop") or as pronouns ("pronouns", query/pronouns.py)
@@ -67,6 +70,8 @@ class SearchPolicy:
             keyword_read=settings.recall_keyword_read,
             scoped_fetch_factor=settings.recall_scoped_fetch_factor,
             keyword_per_result=settings.recall_keyword_per_result,
+            keyword_topic_per_result=settings.recall_keyword_topic_per_result,
+            far_same_speaker=settings.recall_neighbour_far_same_speaker,
             keyword_source=settings.recall_keyword_source,
             nameless_weight=settings.recall_query_nameless_weight,
             nameless_form=settings.recall_query_nameless_form,
@@ -170,12 +175,28 @@ class QuerySearch:
             if found is None or slots > keyword_share:  # "fill", or a short vector pool wants more
                 found = self._keyword_candidates(keywords, ctx, max(slots, keyword_share if always else 0), text, vector)
             pool += [c for c in found if c.id not in seen]
+        if text and always and self._policy.keyword_topic_per_result > 0:
+            pool += self._topic_candidates(text, keywords, ctx, request.limit * self._policy.keyword_topic_per_result,
+                                           vector, {c.id for c in pool})
         if sidecar is not None:
             _admit_metadata_matches(pool, sidecar)
         if text and ctx.vector_status.enabled and len(pool) > len(seen_vector):
             # full-text and sidecar admissions get the similarity a vector hit would have had
             self._sources.score_vectors(vector, [c for c in pool if c.id not in seen_vector])
         return pool
+
+    def _topic_candidates(self, text: str, keywords: list[str], ctx: SearchContext, slots: int, vector: list[float],
+                          seen: set[str]) -> list[Candidate]:
+        """The second text search: the query's words less its names; nothing when it names no one."""
+        topics = topic_keywords(text, keywords)
+        if not topics:
+            return []
+        try:
+            found = self._keyword_candidates(topics, ctx, slots, text, vector)
+        except Exception as exc:  # as the first search: the pool stands without it
+            log.warning("topic keyword search failed: %s", exc)
+            return []
+        return [c for c in found if c.id not in seen]
 
     def _keyword_candidates(self, keywords: list[str], ctx: SearchContext, slots: int, text: str,
                             vector: list[float]) -> list[Candidate]:
@@ -331,7 +352,8 @@ class QuerySearch:
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
         if chained is not None:
-            apply_neighbour_bonus(rows, chained.adjacent, near, chained.two_apart, far)
+            two_apart = same_speaker(rows, chained.two_apart) if self._policy.far_same_speaker else chained.two_apart
+            apply_neighbour_bonus(rows, chained.adjacent, near, two_apart, far)
         order_rows(rows, sort)
         return rows, fetched
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.query.candidates import Candidate
-from pipeline.query.neighbours import apply_neighbour_bonus
+from pipeline.query.neighbours import apply_neighbour_bonus, same_speaker
 from pipeline.query.response import Scored
 
 
@@ -52,3 +52,15 @@ def test_far_weight_off_ignores_far_pairs():
     rows = [row("a", 0.9), row("c", 0.5)]
     apply_neighbour_bonus(rows, [], 0.2, [("c", "a")], 0.0)
     assert [r.score for r in rows] == [0.9, 0.5]
+
+
+def said(memory_id: str, content: str, score: float) -> Scored:
+    return Scored(Candidate({"id": memory_id, "content": content}, "vector", "vector"), {}, score)
+
+
+def test_same_speaker_keeps_only_one_speakers_pairs_two_apart():
+    rows = [said("q", "Kate: Did you go skiing?", 0.8), said("a", "Emi: yes, on Sunday", 0.4),
+            said("k2", "kate: it was cold", 0.3), said("plain", "no label here", 0.2)]
+    pairs = [("k2", "q"), ("a", "q"), ("plain", "a"), ("gone", "q")]
+    # the case of a label does not matter; an unlabelled side, or one outside the rows, cannot cross speakers
+    assert same_speaker(rows, pairs) == [("k2", "q"), ("plain", "a"), ("gone", "q")]
