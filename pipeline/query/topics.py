@@ -21,4 +21,3 @@ def topic_keywords(text: str, keywords: list[str]) -> list[str]:
         return []
     topics = [k for k in keywords if k.split("'")[0].split("’")[0] not in names]
     return topics if topics and len(topics) < len(keywords) else []
-
