@@ -19,6 +19,12 @@ from pipeline.write_failures import WriteFailures
 
 NAMESPACE = "mempipe"
 COLD_POLL_MS = 1000
+# The embed stage takes one message per worker process at a time. Its work is serialised by
+# the model anyway, and a message that waits for the model in the process (prefetched, or on
+# a second thread) keeps what queues behind it out of the drain (``pipeline.drain``): with
+# Dramatiq's prefetch (twice the threads), 8 clients of single writes became model calls of
+# ~1.8 writes each. Held in the broker instead, they join the next call.
+PREFETCH_BY_QUEUE = {EMBED_QUEUE: 1}
 
 
 def held_messages_key(queue: str) -> str:
@@ -53,6 +59,7 @@ class MempipeBroker(RedisBroker):
         self.hot_poll_ms = hot_poll_ms
 
     def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000):
+        prefetch = PREFETCH_BY_QUEUE.get(queue_name, prefetch)
         if queue_name in HOT_QUEUES:
             # timeout 0: the inner consumer never sleeps on a miss; the wrapper's wait does
             inner = super().consume(queue_name, prefetch=prefetch, timeout=0)

@@ -30,6 +30,7 @@ writes, far fewer broker scripts at idle, and a waiting write answered sooner at
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable, Iterable
 
@@ -73,6 +74,9 @@ class WakeConsumers(dramatiq.Middleware):
 # fetches at once.
 STREAM_S = 0.05
 LINGER_S = 0.005
+# A consumer holding its whole prefetch waits for a worker thread's ack at most this long
+# before it looks again; acks, nacks and requeues through this consumer end the wait at once.
+FULL_WAIT_S = 0.5
 
 
 class WakingConsumer(Consumer):
@@ -83,18 +87,26 @@ class WakingConsumer(Consumer):
     """
 
     def __init__(self, inner: Consumer, wait_for_wakeup: Callable[[], bool], *, linger_s: float = LINGER_S,
-                 stream_s: float = STREAM_S, clock=time.monotonic, sleep=time.sleep):
+                 stream_s: float = STREAM_S, full_wait_s: float = FULL_WAIT_S, clock=time.monotonic, sleep=time.sleep):
         self.inner = inner
         self._wait_for_wakeup = wait_for_wakeup
-        self._linger_s, self._stream_s = linger_s, stream_s
+        self._linger_s, self._stream_s, self._full_wait_s = linger_s, stream_s, full_wait_s
         self._clock, self._sleep = clock, sleep
         self._last_message_at = float("-inf")
+        self._slot_freed = threading.Event()
 
     def __next__(self) -> MessageProxy | None:
+        self._slot_freed.clear()  # before the fetch: an ack from now on ends the wait below
         message = next(self.inner)
         if message is not None:
             self._last_message_at = self._clock()
             return message
+        if self._full():
+            # Holding its whole prefetch, the inner consumer fetched nothing, whatever is queued.
+            # A wake token would not help it, and a worker thread's ack (no broker round trip
+            # reaches this thread) frees a slot: wait for that, not for the wake list.
+            self._slot_freed.wait(self._full_wait_s)
+            return None
         try:
             woken = self._wait_for_wakeup()
         except redis.ConnectionError as exc:
@@ -105,14 +117,22 @@ class WakingConsumer(Consumer):
             self._sleep(self._linger_s)
         return None
 
+    def _full(self) -> bool:
+        """Does the inner consumer hold as many messages as it may prefetch (Dramatiq's Redis consumer)?"""
+        prefetch = getattr(self.inner, "prefetch", None)
+        return prefetch is not None and self.inner.outstanding_message_count >= prefetch
+
     def ack(self, message: MessageProxy) -> None:
         self.inner.ack(message)
+        self._slot_freed.set()
 
     def nack(self, message: MessageProxy) -> None:
         self.inner.nack(message)
+        self._slot_freed.set()
 
     def requeue(self, messages: Iterable[MessageProxy]) -> None:
         self.inner.requeue(messages)
+        self._slot_freed.set()
 
     def close(self) -> None:
         self.inner.close()

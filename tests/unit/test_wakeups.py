@@ -11,7 +11,7 @@ import fakeredis
 import pytest
 
 from pipeline.broker import MempipeBroker, build_broker
-from pipeline.stages import HOT_QUEUES
+from pipeline.stages import EMBED_QUEUE, HOT_QUEUES, PERSIST_QUEUE
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s, redelivery_bound_s
@@ -63,6 +63,39 @@ def test_acks_and_other_attributes_are_the_inner_consumers():
     consumer = WakingConsumer(inner, lambda: None)
     consumer.ack("m")
     assert inner.acked == ["m"] and consumer.outstanding_message_count == 3
+
+
+def test_a_consumer_holding_its_whole_prefetch_waits_for_an_ack_not_for_a_token():
+    inner = ScriptedConsumer([None, "m2"])
+    inner.prefetch, inner.outstanding_message_count = 1, 1
+    waits = []
+    consumer = WakingConsumer(inner, lambda: waits.append("token") or True, full_wait_s=5)
+
+    def worker_thread_acks():
+        inner.outstanding_message_count = 0
+        consumer.ack("m1")
+
+    threading.Timer(0.2, worker_thread_acks).start()
+    started = time.monotonic()
+    assert next(consumer) is None
+    assert 0.15 < time.monotonic() - started < 3  # the ack ended the wait, not its 5 s bound
+    assert waits == []  # a token could not have let it fetch: the wake list was left alone
+    assert next(consumer) == "m2" and inner.acked == ["m1"]
+
+
+def test_a_full_consumer_looks_again_after_its_bound_when_no_ack_comes():
+    inner = ScriptedConsumer([None])
+    inner.prefetch, inner.outstanding_message_count = 2, 2
+    consumer = WakingConsumer(inner, lambda: pytest.fail("waited on the wake list"), full_wait_s=0.2)
+    started = time.monotonic()
+    assert next(consumer) is None
+    assert 0.15 < time.monotonic() - started < 3
+
+
+def test_the_embed_queue_is_consumed_one_message_at_a_time_and_others_keep_their_prefetch():
+    broker = MempipeBroker(hot_poll_ms=100, client=fakeredis.FakeRedis(), namespace="ns", middleware=[])
+    assert broker.consume(EMBED_QUEUE, prefetch=8).inner.prefetch == 1
+    assert broker.consume(PERSIST_QUEUE, prefetch=8).inner.prefetch == 8
 
 
 def test_enqueues_on_hot_queues_leave_a_few_tokens_and_delayed_ones_none():
