@@ -12,12 +12,13 @@ import hashlib
 import os
 import re
 import threading
-from typing import Protocol
+from typing import Protocol, Sequence
 
 import numpy as np
 
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
+from pipeline.observability.metrics import CHARS_PER_TOKEN
 
 LOCAL_MODEL_DIMENSIONS = 384
 HASH_DEFAULT_DIMENSIONS = 384
@@ -89,7 +90,7 @@ class LocalEmbedder:
     semantic = True
     dimensions = LOCAL_MODEL_DIMENSIONS
 
-    def __init__(self, batch_size: int, torch_threads: int):
+    def __init__(self, batch_size: int, torch_threads: int, token_budget: int = 0):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch
@@ -102,6 +103,7 @@ class LocalEmbedder:
 
         self._model = SentenceTransformer(str(get_model_path()), device="cpu")
         self._batch_size = batch_size
+        self._token_budget = token_budget
         # The model is not documented as thread-safe; worker threads take turns.
         self._lock = threading.Lock()
 
@@ -109,12 +111,41 @@ class LocalEmbedder:
         return [v.tolist() for v in self.embed_f32(texts)]
 
     def embed_f32(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        batches = (token_budget_batches(texts, self._token_budget, self._batch_size, self._model.max_seq_length)
+                   if self._token_budget else [list(range(len(texts)))])
         with self._lock:
-            vectors = self._model.encode(
-                texts, batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False,
-                convert_to_numpy=True,
-            )
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimensions)
+            for batch in batches:
+                out[batch] = self._model.encode(
+                    [texts[i] for i in batch], batch_size=self._batch_size, normalize_embeddings=True,
+                    show_progress_bar=False, convert_to_numpy=True,
+                )
+        return out
+
+
+def token_budget_batches(texts: Sequence[str], token_budget: int, max_texts: int, max_tokens: int) -> list[list[int]]:
+    """``texts``' indices in model batches, longest first: each holds at most ``max_texts`` texts
+    and ``token_budget`` padded tokens (its texts × the longest one's tokens, estimated from
+    characters and capped at the model's ``max_tokens``); a text over the budget goes alone.
+
+    On the CPU a transformer's cost per text grows with the batch's padded size beyond what the
+    caches hold: one batch of 64 long Slack messages ran at a quarter of the rate of the same
+    texts in batches of ~512 tokens (docs/benchmarks-log.md, issue 21).
+    """
+    tokens = [min(max_tokens, len(text) // CHARS_PER_TOKEN + 2) for text in texts]
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for index in sorted(range(len(texts)), key=lambda i: -tokens[i]):
+        # longest first, so the batch's longest is its first text
+        if batch and (len(batch) >= max_texts or tokens[batch[0]] * (len(batch) + 1) > token_budget):
+            batches.append(batch)
+            batch = []
+        batch.append(index)
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 class OpenAIEmbedder:
@@ -156,7 +187,7 @@ def build_embedder(settings: Settings) -> Embedder:
             raise ConfigurationError(
                 f"EMBEDDING_PROVIDER=local produces {LOCAL_MODEL_DIMENSIONS} dimensions but VECTOR_SIZE={settings.vector_size}"
             )
-        return LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads)
+        return LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads, settings.embed_model_token_budget)
     if not settings.openai_api_key:
         raise ConfigurationError("EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY")
     return OpenAIEmbedder(

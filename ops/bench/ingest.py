@@ -291,6 +291,7 @@ def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float, se
 
 def raw_model_rate(export: Path, limit: int, batch_size: int = 64, torch_threads: int = 1) -> dict:
     """The local model alone: same texts, the workers' batch size and torch threads."""
+    from pipeline.config import Settings
     from pipeline.embedding import LocalEmbedder
     from pipeline.slack.export import SlackExport
 
@@ -302,14 +303,16 @@ def raw_model_rate(export: Path, limit: int, batch_size: int = 64, torch_threads
             if len(texts) >= limit:
                 break
     texts = [t for t in texts[:limit] if t]
-    embedder = LocalEmbedder(batch_size=batch_size, torch_threads=torch_threads)
+    token_budget = Settings().embed_model_token_budget  # the model as the workers run it
+    embedder = LocalEmbedder(batch_size=batch_size, torch_threads=torch_threads, token_budget=token_budget)
     embedder.embed(texts[:batch_size])  # warm-up
     started, cpu_started = time.monotonic(), time.process_time()
     for start in range(0, len(texts), batch_size):
         embedder.embed(texts[start:start + batch_size])
     elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
     return {"texts": len(texts), "seconds": round(elapsed, 2), "rate": round(len(texts) / elapsed, 1),
-            "cpu_ms_per_text": round(cpu * 1000 / len(texts), 2), "batch_size": batch_size, "torch_threads": torch_threads}
+            "cpu_ms_per_text": round(cpu * 1000 / len(texts), 2), "batch_size": batch_size, "torch_threads": torch_threads,
+            "token_budget": token_budget}
 
 
 def raw_model_rate_apart(export: Path, limit: int) -> dict:

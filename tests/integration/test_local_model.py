@@ -49,3 +49,14 @@ def test_paraphrased_query_finds_the_right_memory_first(local_stack):
         for question, expected in PARAPHRASES:
             results = api.get("/recall", params={"query": question, "tags": "minilm"}).json()["results"]
             assert results[0]["id"] == ids[expected], (question, [r["memory"]["content"] for r in results])
+
+
+def test_token_budgeted_batches_give_each_text_its_own_vector_in_order():
+    from pipeline.embedding import LocalEmbedder
+
+    texts = [*MEMORIES, "ok", " ".join(MEMORIES * 3), *(p for p, _ in PARAPHRASES)]
+    whole = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=0).embed_f32(texts)
+    budgeted = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=64).embed_f32(texts)
+    assert budgeted.shape == whole.shape == (len(texts), 384)
+    # padding is masked out: the same text gives the same vector in a batch of any size
+    assert abs(budgeted - whole).max() < 1e-4
