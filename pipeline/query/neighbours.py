@@ -134,6 +134,15 @@ def same_speaker(rows: list[Scored], pairs: list[tuple[str, str]]) -> list[tuple
     return kept
 
 
+def without_members(pairs: list[tuple[str, str]], excluded: set[str]) -> list[tuple[str, str]]:
+    """The ``pairs`` neither of whose members is in ``excluded``: those neither give nor get a share
+    (``RECALL_KEYWORD_EXTRA_NEIGHBOURS``: a keyword candidate only the wider channel admitted shares the
+    query's words, and passing its score to a turn beside it lifts one nothing matched)."""
+    if not excluded:
+        return list(pairs)
+    return [(later, earlier) for later, earlier in pairs if later not in excluded and earlier not in excluded]
+
+
 def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]]) -> dict[str, float]:
     best: dict[str, float] = {}
     for later, earlier in pairs:
