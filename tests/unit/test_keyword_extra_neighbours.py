@@ -1,0 +1,115 @@
+"""The wider keyword channel's own candidates and the neighbour shares (RECALL_KEYWORD_EXTRA_NEIGHBOURS)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from pipeline.config import Settings
+from pipeline.graph import Scope
+from pipeline.query.candidates import Candidate
+from pipeline.query.context import ContextProfile
+from pipeline.query.neighbours import without_members
+from pipeline.query.request import ContextHints, RecallRequest
+from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, _admit_metadata_matches
+
+
+def test_without_members_drops_every_pair_that_touches_one():
+    pairs = [("b", "a"), ("c", "b"), ("d", "c")]
+    assert without_members(pairs, {"b"}) == [("d", "c")]
+    assert without_members(pairs, set()) == pairs
+    assert without_members(pairs, {"z"}) == pairs
+
+
+def _memory(memory_id: str, content: str) -> dict:
+    return {"id": memory_id, "content": content, "tags": []}
+
+
+# no "Name:" label on any turn, so the same-speaker rule keeps every pair two apart
+NEAR = [_memory(f"near{i}", f"what a day {i}") for i in range(4)]
+FIRST = _memory("first", "kate said the hobbies list is long")        # the first keyword slot
+SECOND = _memory("second", "hey kate")                                 # the second slot: the wider channel's
+TOPIC = _memory("topic", "my hobbies are skiing and cooking")         # the topic search's
+# (later, earlier, steps apart): each keyword candidate sits beside a vector candidate
+CHAINS = [("second", "near0", 2), ("topic", "near1", 1), ("first", "near2", 2), ("near3", "second", 1)]
+
+
+class _Graph:
+    def read(self, query, params):
+        ids = set(params["ids"])
+        return [row for row in CHAINS if row[0] in ids and row[1] in ids]
+
+
+class _Sources:
+    """A vector search that fills its fetch (4 for limit 1); a text index ranking FIRST over SECOND."""
+
+    graph = _Graph()
+
+    def query_vector(self, text, status, nameless_weight=0.0, nameless_form="drop"):
+        return [1.0]
+
+    def vector(self, vector, scope, limit, status, query):
+        status.enabled = status.matched = True
+        return [Candidate(m, "vector", "qdrant", vector=0.5, query=query) for m in NEAR[:limit]]
+
+    def keyword(self, keywords, scope, limit, query, rerank=None, read=0, source="graph", vector=None):
+        found = [FIRST, SECOND] if "kate's" in keywords else [TOPIC]
+        return [Candidate(m, "keyword", "qdrant", vector=0.3, query=query) for m in found[:limit]]
+
+    def score_vectors(self, vector, candidates):
+        pass
+
+
+def _rows(extra: str, per_result: int = 2, topic: int = 1) -> dict:
+    settings = Settings(recall_keyword_per_result=per_result, recall_keyword_topic_per_result=topic,
+                        recall_keyword_extra_neighbours=extra, recall_metadata_search_enabled=False,
+                        search_weight_neighbour=0.1, search_weight_neighbour_far=0.1)
+    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
+                        datetime.now(timezone.utc), current_only=False)
+    rows, _ = QuerySearch(_Sources(), SearchPolicy.from_settings(settings)).run(  # type: ignore[arg-type]
+        RecallRequest(query="What are Kate's hobbies?", limit=1), ctx, "score")
+    return {row.id: row for row in rows}
+
+
+def _shared(rows: dict) -> set[str]:
+    return {memory_id for memory_id, row in rows.items() if row.components.get("neighbour")}
+
+
+def test_off_by_default():
+    assert Settings().recall_keyword_extra_neighbours == "both"
+
+
+def test_only_what_the_wider_channel_alone_admits_is_marked():
+    rows = _rows("both")
+    assert {i for i, row in rows.items() if row.candidate.widened} == {"second", "topic"}
+    assert not _rows("both", per_result=1, topic=0)["first"].candidate.widened
+
+
+def test_both_lets_every_pool_member_give_and_get():
+    assert _shared(_rows("both")) == {"near0", "near1", "near2", "near3", "second", "topic", "first"}
+
+
+def test_adjacent_keeps_the_wider_channels_candidates_out_of_the_two_apart_share():
+    rows = _rows("adjacent")
+    # second–near0 (two apart) is gone both ways; topic–near1 and near3–second (adjacent) stay,
+    # and first (the first slot) still shares with near2 two apart
+    assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
+    both = _rows("both")
+    assert rows["second"].components["neighbour"] < both["second"].components["neighbour"]
+
+
+def test_none_keeps_them_out_of_every_share():
+    assert _shared(_rows("none")) == {"near2", "first"}
+
+
+@pytest.mark.parametrize("extra", ["adjacent", "none"])
+def test_without_the_wider_channel_nothing_changes(extra):
+    plain = _rows("both", per_result=1, topic=0)
+    assert {i: r.score for i, r in _rows(extra, per_result=1, topic=0).items()} == {i: r.score for i, r in plain.items()}
+
+
+def test_a_metadata_match_is_no_longer_the_wider_channels_own():
+    pool = [Candidate(SECOND, "keyword", "qdrant", widened=True)]
+    _admit_metadata_matches(pool, [Candidate(SECOND, "metadata", "graph", metadata=0.8)])
+    assert len(pool) == 1 and not pool[0].widened and pool[0].metadata == 0.8
