@@ -143,25 +143,31 @@ def without_members(pairs: list[tuple[str, str]], excluded: set[str]) -> list[tu
     return [(later, earlier) for later, earlier in pairs if later not in excluded and earlier not in excluded]
 
 
-def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]]) -> dict[str, float]:
+def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]], gives_none: set[str]) -> dict[str, float]:
     best: dict[str, float] = {}
     for later, earlier in pairs:
         if later in base and earlier in base:
-            best[later] = max(best.get(later, 0.0), base[earlier])
-            best[earlier] = max(best.get(earlier, 0.0), base[later])
+            if earlier not in gives_none:
+                best[later] = max(best.get(later, 0.0), base[earlier])
+            if later not in gives_none:
+                best[earlier] = max(best.get(earlier, 0.0), base[later])
     return best
 
 
 def apply_neighbour_bonus(rows: list[Scored], pairs: list[tuple[str, str]], weight: float,
-                          far_pairs: list[tuple[str, str]] = (), far_weight: float = 0.0) -> None:
+                          far_pairs: list[tuple[str, str]] = (), far_weight: float = 0.0,
+                          gives_none: set[str] = frozenset(), takes_none: set[str] = frozenset()) -> None:
     """Add ``weight`` × the best adjacent candidate's score and ``far_weight`` × the best one two
-    steps away to each row (component ``neighbour``)."""
+    steps away to each row (component ``neighbour``). Members in ``gives_none`` pass no share to
+    their partners; members in ``takes_none`` receive none (``RECALL_KEYWORD_EXTRA_NEIGHBOURS``)."""
     if (weight <= 0 or not pairs) and (far_weight <= 0 or not far_pairs):
         return
     base = {row.id: row.score for row in rows}
-    near = _best_partner(base, pairs) if weight > 0 else {}
-    far = _best_partner(base, list(far_pairs)) if far_weight > 0 else {}
+    near = _best_partner(base, pairs, gives_none) if weight > 0 else {}
+    far = _best_partner(base, list(far_pairs), gives_none) if far_weight > 0 else {}
     for row in rows:
+        if row.id in takes_none:
+            continue
         bonus = weight * max(0.0, near.get(row.id, 0.0)) + far_weight * max(0.0, far.get(row.id, 0.0))
         if bonus:
             row.components["neighbour"] = bonus

@@ -364,12 +364,14 @@ class QuerySearch:
             adjacent = chained.adjacent
             two_apart = same_speaker(rows, chained.two_apart) if self._policy.far_same_speaker else chained.two_apart
             extra = self._policy.keyword_extra_neighbours
-            if extra != "both":  # the wider keyword channel's own candidates match words, not meaning
-                widened = {row.id for row in rows if row.candidate.widened}
+            widened = {row.id for row in rows if row.candidate.widened} if extra != "both" else set()
+            if extra in ("adjacent", "none"):  # the wider keyword channel's own candidates match words, not meaning
                 two_apart = without_members(two_apart, widened)
                 if extra == "none":
                     adjacent = without_members(adjacent, widened)
-            apply_neighbour_bonus(rows, adjacent, near, two_apart, far)
+            apply_neighbour_bonus(rows, adjacent, near, two_apart, far,
+                                  gives_none=widened if extra == "take" else set(),
+                                  takes_none=widened if extra == "give" else set())
         order_rows(rows, sort)
         return rows, fetched
 

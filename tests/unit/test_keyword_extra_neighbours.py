@@ -113,3 +113,15 @@ def test_a_metadata_match_is_no_longer_the_wider_channels_own():
     pool = [Candidate(SECOND, "keyword", "qdrant", widened=True)]
     _admit_metadata_matches(pool, [Candidate(SECOND, "metadata", "graph", metadata=0.8)])
     assert len(pool) == 1 and not pool[0].widened and pool[0].metadata == 0.8
+
+
+def test_give_lets_them_pass_their_shares_and_take_none():
+    rows = _rows("give")
+    assert _shared(rows) == {"near0", "near1", "near2", "near3", "first"}
+    assert rows["near0"].components["neighbour"] == _rows("both")["near0"].components["neighbour"]
+
+
+def test_take_lets_them_rise_on_their_neighbours_and_pass_nothing():
+    rows = _rows("take")
+    assert _shared(rows) == {"second", "topic", "first", "near2"}
+    assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
