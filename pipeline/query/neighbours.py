@@ -134,40 +134,37 @@ def same_speaker(rows: list[Scored], pairs: list[tuple[str, str]]) -> list[tuple
     return kept
 
 
-def without_members(pairs: list[tuple[str, str]], excluded: set[str]) -> list[tuple[str, str]]:
-    """The ``pairs`` neither of whose members is in ``excluded``: those neither give nor get a share
-    (``RECALL_KEYWORD_EXTRA_NEIGHBOURS``: a keyword candidate only the wider channel admitted shares the
-    query's words, and passing its score to a turn beside it lifts one nothing matched)."""
-    if not excluded:
-        return list(pairs)
-    return [(later, earlier) for later, earlier in pairs if later not in excluded and earlier not in excluded]
+@dataclass(frozen=True)
+class Muted:
+    """Pool members left out of one share, by direction: ``gives`` pass it to no partner, ``takes``
+    receive it from none (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES``)."""
+
+    gives: frozenset[str] = frozenset()
+    takes: frozenset[str] = frozenset()
 
 
-def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]], gives_none: set[str]) -> dict[str, float]:
+def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]], muted: Muted) -> dict[str, float]:
     best: dict[str, float] = {}
     for later, earlier in pairs:
         if later in base and earlier in base:
-            if earlier not in gives_none:
-                best[later] = max(best.get(later, 0.0), base[earlier])
-            if later not in gives_none:
-                best[earlier] = max(best.get(earlier, 0.0), base[later])
+            for receiver, giver in ((later, earlier), (earlier, later)):
+                if giver not in muted.gives and receiver not in muted.takes:
+                    best[receiver] = max(best.get(receiver, 0.0), base[giver])
     return best
 
 
 def apply_neighbour_bonus(rows: list[Scored], pairs: list[tuple[str, str]], weight: float,
                           far_pairs: list[tuple[str, str]] = (), far_weight: float = 0.0,
-                          gives_none: set[str] = frozenset(), takes_none: set[str] = frozenset()) -> None:
+                          muted: Muted = Muted(), far_muted: Muted = Muted()) -> None:
     """Add ``weight`` × the best adjacent candidate's score and ``far_weight`` × the best one two
-    steps away to each row (component ``neighbour``). Members in ``gives_none`` pass no share to
-    their partners; members in ``takes_none`` receive none (``RECALL_KEYWORD_EXTRA_NEIGHBOURS``)."""
+    steps away to each row (component ``neighbour``); ``muted`` and ``far_muted`` leave members out
+    of the adjacent and the two-apart share."""
     if (weight <= 0 or not pairs) and (far_weight <= 0 or not far_pairs):
         return
     base = {row.id: row.score for row in rows}
-    near = _best_partner(base, pairs, gives_none) if weight > 0 else {}
-    far = _best_partner(base, list(far_pairs), gives_none) if far_weight > 0 else {}
+    near = _best_partner(base, pairs, muted) if weight > 0 else {}
+    far = _best_partner(base, list(far_pairs), far_muted) if far_weight > 0 else {}
     for row in rows:
-        if row.id in takes_none:
-            continue
         bonus = weight * max(0.0, near.get(row.id, 0.0)) + far_weight * max(0.0, far.get(row.id, 0.0))
         if bonus:
             row.components["neighbour"] = bonus

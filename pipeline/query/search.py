@@ -20,7 +20,7 @@ from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs, same_speaker, without_members
+from pipeline.query.neighbours import Muted, apply_neighbour_bonus, chained_pairs, same_speaker
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -49,7 +49,8 @@ class SearchPolicy:
     keyword_per_result: int
     keyword_topic_per_result: int  # a second text search without the query's names (query/topics.py)
     far_same_speaker: bool  # the two-apart neighbour share only between one speaker's turns (query/neighbours.py)
-    keyword_extra_neighbours: str  # the neighbour shares the wider keyword channel's own candidates take part in
+    keyword_extra_gives: str  # the neighbour shares the wider keyword channel's own candidates pass on ...
+    keyword_extra_takes: str  # ... and receive (both, adjacent, far, none)
     keyword_source: str
     nameless_weight: float  # the query also embedded without its names (query/names.py)
     nameless_form: str  # ... its names left out ("drop") or as pronouns ("pronouns", query/pronouns.py)
@@ -73,7 +74,8 @@ class SearchPolicy:
             keyword_per_result=settings.recall_keyword_per_result,
             keyword_topic_per_result=settings.recall_keyword_topic_per_result,
             far_same_speaker=settings.recall_neighbour_far_same_speaker,
-            keyword_extra_neighbours=settings.recall_keyword_extra_neighbours,
+            keyword_extra_gives=settings.recall_keyword_extra_gives,
+            keyword_extra_takes=settings.recall_keyword_extra_takes,
             keyword_source=settings.recall_keyword_source,
             nameless_weight=settings.recall_query_nameless_weight,
             nameless_form=settings.recall_query_nameless_form,
@@ -361,19 +363,24 @@ class QuerySearch:
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
         if chained is not None:
-            adjacent = chained.adjacent
             two_apart = same_speaker(rows, chained.two_apart) if self._policy.far_same_speaker else chained.two_apart
-            extra = self._policy.keyword_extra_neighbours
-            widened = {row.id for row in rows if row.candidate.widened} if extra != "both" else set()
-            if extra in ("adjacent", "none"):  # the wider keyword channel's own candidates match words, not meaning
-                two_apart = without_members(two_apart, widened)
-                if extra == "none":
-                    adjacent = without_members(adjacent, widened)
-            apply_neighbour_bonus(rows, adjacent, near, two_apart, far,
-                                  gives_none=widened if extra == "take" else set(),
-                                  takes_none=widened if extra == "give" else set())
+            apply_neighbour_bonus(rows, chained.adjacent, near, two_apart, far, *self._muted(rows))
         order_rows(rows, sort)
         return rows, fetched
+
+
+    def _muted(self, rows: list[Scored]) -> tuple[Muted, Muted]:
+        """Who sits out the adjacent and the two-apart share: the wider keyword channel's own
+        candidates match the query's words, not necessarily its meaning, so a turn that only shares a
+        word can lift the turn beside it, or rise on it (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES``)."""
+        gives, takes = self._policy.keyword_extra_gives, self._policy.keyword_extra_takes
+        if gives == takes == "both":
+            return Muted(), Muted()
+        widened = frozenset(row.id for row in rows if row.candidate.widened)
+        none: frozenset[str] = frozenset()
+        return tuple(  # type: ignore[return-value]
+            Muted(gives=none if gives in ("both", share) else widened, takes=none if takes in ("both", share) else widened)
+            for share in ("adjacent", "far"))
 
 
 def _timestamp_epoch(memory: dict[str, Any]) -> float | None:

@@ -1,4 +1,4 @@
-"""The wider keyword channel's own candidates and the neighbour shares (RECALL_KEYWORD_EXTRA_NEIGHBOURS)."""
+"""The wider keyword channel's own candidates and the neighbour shares (RECALL_KEYWORD_EXTRA_GIVES / _TAKES)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,26 @@ from pipeline.config import Settings
 from pipeline.graph import Scope
 from pipeline.query.candidates import Candidate
 from pipeline.query.context import ContextProfile
-from pipeline.query.neighbours import without_members
+from pipeline.query.neighbours import Muted, apply_neighbour_bonus
+from pipeline.query.response import Scored
 from pipeline.query.request import ContextHints, RecallRequest
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, _admit_metadata_matches
 
 
-def test_without_members_drops_every_pair_that_touches_one():
-    pairs = [("b", "a"), ("c", "b"), ("d", "c")]
-    assert without_members(pairs, {"b"}) == [("d", "c")]
-    assert without_members(pairs, set()) == pairs
-    assert without_members(pairs, {"z"}) == pairs
+def _row(memory_id: str, score: float) -> Scored:
+    return Scored(Candidate({"id": memory_id, "content": ""}, "vector", "qdrant"), {}, score)
+
+
+def test_muted_members_give_or_take_nothing_of_that_share():
+    def bonuses(muted: Muted, far_muted: Muted = Muted()) -> dict[str, float]:
+        rows = [_row("a", 1.0), _row("b", 0.5), _row("c", 0.2)]
+        apply_neighbour_bonus(rows, [("b", "a"), ("c", "b")], 0.1, [("c", "a")], 0.1, muted, far_muted)
+        return {r.id: round(r.components.get("neighbour", 0.0), 6) for r in rows}
+
+    assert bonuses(Muted()) == {"a": 0.07, "b": 0.1, "c": 0.15}
+    assert bonuses(Muted(gives=frozenset({"a"}))) == {"a": 0.07, "b": 0.02, "c": 0.15}  # a still takes from b
+    assert bonuses(Muted(takes=frozenset({"a"}))) == {"a": 0.02, "b": 0.1, "c": 0.15}  # ... and gives to b
+    assert bonuses(Muted(), Muted(gives=frozenset({"a"}), takes=frozenset({"a"}))) == {"a": 0.05, "b": 0.1, "c": 0.05}
 
 
 def _memory(memory_id: str, content: str) -> dict:
@@ -61,9 +71,10 @@ class _Sources:
         pass
 
 
-def _rows(extra: str, per_result: int = 2, topic: int = 1) -> dict:
+def _rows(gives: str, takes: str = "both", per_result: int = 2, topic: int = 1) -> dict:
     settings = Settings(recall_keyword_per_result=per_result, recall_keyword_topic_per_result=topic,
-                        recall_keyword_extra_neighbours=extra, recall_metadata_search_enabled=False,
+                        recall_keyword_extra_gives=gives, recall_keyword_extra_takes=takes,
+                        recall_metadata_search_enabled=False,
                         search_weight_neighbour=0.1, search_weight_neighbour_far=0.1)
     ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
                         datetime.now(timezone.utc), current_only=False)
@@ -77,7 +88,8 @@ def _shared(rows: dict) -> set[str]:
 
 
 def test_off_by_default():
-    assert Settings().recall_keyword_extra_neighbours == "both"
+    settings = Settings()
+    assert settings.recall_keyword_extra_gives == settings.recall_keyword_extra_takes == "both"
 
 
 def test_only_what_the_wider_channel_alone_admits_is_marked():
@@ -91,7 +103,7 @@ def test_both_lets_every_pool_member_give_and_get():
 
 
 def test_adjacent_keeps_the_wider_channels_candidates_out_of_the_two_apart_share():
-    rows = _rows("adjacent")
+    rows = _rows("adjacent", "adjacent")
     # second–near0 (two apart) is gone both ways; topic–near1 and near3–second (adjacent) stay,
     # and first (the first slot) still shares with near2 two apart
     assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
@@ -100,13 +112,14 @@ def test_adjacent_keeps_the_wider_channels_candidates_out_of_the_two_apart_share
 
 
 def test_none_keeps_them_out_of_every_share():
-    assert _shared(_rows("none")) == {"near2", "first"}
+    assert _shared(_rows("none", "none")) == {"near2", "first"}
 
 
-@pytest.mark.parametrize("extra", ["adjacent", "none"])
-def test_without_the_wider_channel_nothing_changes(extra):
+@pytest.mark.parametrize("gives, takes", [("adjacent", "adjacent"), ("none", "none"), ("none", "both"), ("far", "none")])
+def test_without_the_wider_channel_nothing_changes(gives, takes):
     plain = _rows("both", per_result=1, topic=0)
-    assert {i: r.score for i, r in _rows(extra, per_result=1, topic=0).items()} == {i: r.score for i, r in plain.items()}
+    scores = {i: r.score for i, r in _rows(gives, takes, per_result=1, topic=0).items()}
+    assert scores == {i: r.score for i, r in plain.items()}
 
 
 def test_a_metadata_match_is_no_longer_the_wider_channels_own():
@@ -116,12 +129,19 @@ def test_a_metadata_match_is_no_longer_the_wider_channels_own():
 
 
 def test_give_lets_them_pass_their_shares_and_take_none():
-    rows = _rows("give")
+    rows = _rows("both", "none")
     assert _shared(rows) == {"near0", "near1", "near2", "near3", "first"}
     assert rows["near0"].components["neighbour"] == _rows("both")["near0"].components["neighbour"]
 
 
 def test_take_lets_them_rise_on_their_neighbours_and_pass_nothing():
-    rows = _rows("take")
+    rows = _rows("none", "both")
     assert _shared(rows) == {"second", "topic", "first", "near2"}
+    assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
+
+
+def test_gives_adjacent_passes_no_two_apart_share_and_takes_both():
+    rows = _rows("adjacent")
+    # second's two-apart share to near0 is gone; its adjacent one to near3 and what it takes stay
+    assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
     assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
