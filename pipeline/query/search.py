@@ -179,7 +179,7 @@ class QuerySearch:
             found = early_keywords
             if found is None or slots > keyword_share:  # "fill", or a short vector pool wants more
                 found = self._keyword_candidates(keywords, ctx, max(slots, keyword_share if always else 0), text, vector)
-            if always:  # BM25 order: past what one slot per result (or the open slots) would read, the wider channel's
+            if always:  # BM25-ordered: one slot per result (or the open slots) reads this far; the rest is the wider channel's
                 for candidate in found[max(slots, request.limit):]:
                     candidate.widened = True
             pool += [c for c in found if c.id not in seen]
