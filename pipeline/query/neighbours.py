@@ -137,19 +137,22 @@ def same_speaker(rows: list[Scored], pairs: list[tuple[str, str]]) -> list[tuple
 @dataclass(frozen=True)
 class Muted:
     """Pool members left out of one share, by direction: ``gives`` pass it to no partner, ``takes``
-    receive it from none (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES``)."""
+    receive it from none, ``forward`` pass it only to the later turn of a pair, the one that answers
+    them (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES`` / ``_GIVES_FORWARD``)."""
 
     gives: frozenset[str] = frozenset()
     takes: frozenset[str] = frozenset()
+    forward: frozenset[str] = frozenset()
 
 
 def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]], muted: Muted) -> dict[str, float]:
     best: dict[str, float] = {}
     for later, earlier in pairs:
         if later in base and earlier in base:
-            for receiver, giver in ((later, earlier), (earlier, later)):
-                if giver not in muted.gives and receiver not in muted.takes:
-                    best[receiver] = max(best.get(receiver, 0.0), base[giver])
+            if earlier not in muted.gives and later not in muted.takes:
+                best[later] = max(best.get(later, 0.0), base[earlier])
+            if later not in muted.gives and later not in muted.forward and earlier not in muted.takes:
+                best[earlier] = max(best.get(earlier, 0.0), base[later])
     return best
 
 
