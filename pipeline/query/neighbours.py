@@ -137,12 +137,13 @@ def same_speaker(rows: list[Scored], pairs: list[tuple[str, str]]) -> list[tuple
 @dataclass(frozen=True)
 class Muted:
     """Pool members left out of one share, by direction: ``gives`` pass it to no partner, ``takes``
-    receive it from none, ``forward`` pass it only to the later turn of a pair, the one that answers
-    them (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES`` / ``_GIVES_FORWARD``)."""
+    receive it from none, ``forward`` pass it to the earlier turn of a pair only when that turn is
+    not in ``refused`` (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES`` / ``_GIVES_BACK``)."""
 
     gives: frozenset[str] = frozenset()
     takes: frozenset[str] = frozenset()
     forward: frozenset[str] = frozenset()
+    refused: frozenset[str] = frozenset()
 
 
 def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]], muted: Muted) -> dict[str, float]:
@@ -151,7 +152,8 @@ def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]], muted: M
         if later in base and earlier in base:
             if earlier not in muted.gives and later not in muted.takes:
                 best[later] = max(best.get(later, 0.0), base[earlier])
-            if later not in muted.gives and later not in muted.forward and earlier not in muted.takes:
+            back = later not in muted.forward or earlier not in muted.refused
+            if later not in muted.gives and back and earlier not in muted.takes:
                 best[earlier] = max(best.get(earlier, 0.0), base[later])
     return best
 

@@ -29,6 +29,7 @@ from pipeline.query.topics import topic_keywords
 from pipeline.query.when import asks_when, in_periods, named_periods, states_time
 
 log = logging.getLogger(__name__)
+_ASKS = 0.5  # RECALL_KEYWORD_EXTRA_GIVES_BACK=statements: a turn at least this share questions asks
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class SearchPolicy:
     far_same_speaker: bool  # the two-apart neighbour share only between one speaker's turns (query/neighbours.py)
     keyword_extra_gives: str  # the neighbour shares the wider keyword channel's own candidates pass on ...
     keyword_extra_takes: str  # ... and receive (both, adjacent, far, none)
-    keyword_extra_gives_forward: bool  # ... and give only to the turn after them
+    keyword_extra_gives_back: str  # ... and to which turns before them they give (all, statements, none)
     keyword_source: str
     nameless_weight: float  # the query also embedded without its names (query/names.py)
     nameless_form: str  # ... its names left out ("drop") or as pronouns ("pronouns", query/pronouns.py)
@@ -77,7 +78,7 @@ class SearchPolicy:
             far_same_speaker=settings.recall_neighbour_far_same_speaker,
             keyword_extra_gives=settings.recall_keyword_extra_gives,
             keyword_extra_takes=settings.recall_keyword_extra_takes,
-            keyword_extra_gives_forward=settings.recall_keyword_extra_gives_forward,
+            keyword_extra_gives_back=settings.recall_keyword_extra_gives_back,
             keyword_source=settings.recall_keyword_source,
             nameless_weight=settings.recall_query_nameless_weight,
             nameless_form=settings.recall_query_nameless_form,
@@ -376,14 +377,20 @@ class QuerySearch:
         candidates match the query's words, not necessarily its meaning, so a turn that only shares a
         word can lift the turn beside it, or rise on it (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES``)."""
         gives, takes = self._policy.keyword_extra_gives, self._policy.keyword_extra_takes
-        forward = self._policy.keyword_extra_gives_forward
-        if gives == takes == "both" and not forward:
+        back = self._policy.keyword_extra_gives_back
+        if gives == takes == "both" and back == "all":
             return Muted(), Muted()
         widened = frozenset(row.id for row in rows if row.candidate.widened)
         none: frozenset[str] = frozenset()
+        refused = none
+        if back == "none":
+            refused = frozenset(row.id for row in rows)
+        elif back == "statements":  # a turn that mostly asks is not what its reply's words answer
+            refused = frozenset(row.id for row in rows
+                                if question_share(row.candidate.memory.get("content")) >= _ASKS)
         return tuple(  # type: ignore[return-value]
             Muted(gives=none if gives in ("both", share) else widened, takes=none if takes in ("both", share) else widened,
-                  forward=widened if forward else none)
+                  forward=widened if back != "all" else none, refused=refused)
             for share in ("adjacent", "far"))
 
 

@@ -71,10 +71,10 @@ class _Sources:
         pass
 
 
-def _rows(gives: str, takes: str = "both", per_result: int = 2, topic: int = 1, forward: bool = False) -> dict:
+def _rows(gives: str, takes: str = "both", per_result: int = 2, topic: int = 1, back: str = "all") -> dict:
     settings = Settings(recall_keyword_per_result=per_result, recall_keyword_topic_per_result=topic,
                         recall_keyword_extra_gives=gives, recall_keyword_extra_takes=takes,
-                        recall_keyword_extra_gives_forward=forward,
+                        recall_keyword_extra_gives_back=back,
                         recall_metadata_search_enabled=False,
                         search_weight_neighbour=0.1, search_weight_neighbour_far=0.1)
     ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
@@ -148,17 +148,28 @@ def test_gives_adjacent_passes_no_two_apart_share_and_takes_both():
     assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
 
 
-def test_forward_members_give_only_to_the_turn_after_them():
+@pytest.mark.parametrize("refused, a", [({"a"}, 0.02), ({"c"}, 0.07), (set(), 0.07)])
+def test_forward_members_give_back_only_to_turns_not_refused(refused, a):
     rows = [_row("a", 1.0), _row("b", 0.5), _row("c", 0.2)]
-    apply_neighbour_bonus(rows, [("b", "a"), ("c", "b")], 0.1, [("c", "a")], 0.1, Muted(forward=frozenset({"b"})),
-                          Muted(forward=frozenset({"b"})))
-    # b gives c (after it) its share, not a (before it); a still gives b, and a and c are two apart
-    assert {r.id: round(r.components.get("neighbour", 0.0), 6) for r in rows} == {"a": 0.02, "b": 0.1, "c": 0.15}
+    muted = Muted(forward=frozenset({"b"}), refused=frozenset(refused))
+    apply_neighbour_bonus(rows, [("b", "a"), ("c", "b")], 0.1, [("c", "a")], 0.1, muted, muted)
+    # b gives c (after it) its share either way, a (before it) only when a is not refused
+    assert {r.id: round(r.components.get("neighbour", 0.0), 6) for r in rows} == {"a": a, "b": 0.1, "c": 0.15}
 
 
 def test_gives_forward_in_the_search():
-    assert not Settings().recall_keyword_extra_gives_forward
-    rows = _rows("both", forward=True)
+    assert Settings().recall_keyword_extra_gives_back == "all"
+    rows = _rows("both", back="none")
     # near0 and near1 come before the wider channel's second and topic: no share from them;
     # near3 comes after second and keeps its share, and the extras still take theirs
     assert _shared(rows) == {"near2", "near3", "second", "topic", "first"}
+
+
+def test_gives_back_to_statements_only():
+    # near0 now asks: second (after it) passes it nothing; near1 still states and keeps topic's share
+    NEAR[0]["content"] = "what a day, did you go?"
+    try:
+        rows = _rows("both", back="statements")
+    finally:
+        NEAR[0]["content"] = "what a day 0"
+    assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
