@@ -40,6 +40,9 @@ class Candidate:
     outside_tag_scope: bool = False
     relations: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # match-type specific result fields
+    # admitted only by the wider keyword channel (a full-text slot past the first per result, or the
+    # topic search): RECALL_KEYWORD_EXTRA_GIVES / _TAKES decide which neighbour shares it takes part in
+    widened: bool = False
 
     @property
     def id(self) -> str:

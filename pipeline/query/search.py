@@ -20,7 +20,7 @@ from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs, same_speaker
+from pipeline.query.neighbours import Muted, apply_neighbour_bonus, chained_pairs, same_speaker
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -29,6 +29,7 @@ from pipeline.query.topics import topic_keywords
 from pipeline.query.when import asks_when, in_periods, named_periods, states_time
 
 log = logging.getLogger(__name__)
+_ASKS = 0.5  # RECALL_KEYWORD_EXTRA_GIVES_BACK=statements: a turn at least this share questions asks
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class SearchPolicy:
     keyword_per_result: int
     keyword_topic_per_result: int  # a second text search without the query's names (query/topics.py)
     far_same_speaker: bool  # the two-apart neighbour share only between one speaker's turns (query/neighbours.py)
+    keyword_extra_gives: str  # the neighbour shares the wider keyword channel's own candidates pass on ...
+    keyword_extra_takes: str  # ... and receive (both, adjacent, far, none)
+    keyword_extra_gives_back: str  # ... and to which turns before them they give (all, statements, none)
     keyword_source: str
     nameless_weight: float  # the query also embedded without its names (query/names.py)
     nameless_form: str  # ... its names left out ("drop") or as pronouns ("pronouns", query/pronouns.py)
@@ -72,6 +76,9 @@ class SearchPolicy:
             keyword_per_result=settings.recall_keyword_per_result,
             keyword_topic_per_result=settings.recall_keyword_topic_per_result,
             far_same_speaker=settings.recall_neighbour_far_same_speaker,
+            keyword_extra_gives=settings.recall_keyword_extra_gives,
+            keyword_extra_takes=settings.recall_keyword_extra_takes,
+            keyword_extra_gives_back=settings.recall_keyword_extra_gives_back,
             keyword_source=settings.recall_keyword_source,
             nameless_weight=settings.recall_query_nameless_weight,
             nameless_form=settings.recall_query_nameless_form,
@@ -125,6 +132,7 @@ def _admit_metadata_matches(pool: list[Candidate], matches: list[Candidate]) -> 
     for match in matches:
         if match.id in by_id:  # a strong metadata match upgrades what is already in the pool
             by_id[match.id].metadata = max(by_id[match.id].metadata, match.metadata)
+            by_id[match.id].widened = False  # the sidecar admits it without the wider keyword channel
         else:
             pool.append(match)
 
@@ -174,10 +182,16 @@ class QuerySearch:
             found = early_keywords
             if found is None or slots > keyword_share:  # "fill", or a short vector pool wants more
                 found = self._keyword_candidates(keywords, ctx, max(slots, keyword_share if always else 0), text, vector)
+            if always:  # BM25-ordered: one slot per result (or the open slots) reads this far; the rest is the wider channel's
+                for candidate in found[max(slots, request.limit):]:
+                    candidate.widened = True
             pool += [c for c in found if c.id not in seen]
         if text and always and self._policy.keyword_topic_per_result > 0:
-            pool += self._topic_candidates(text, keywords, ctx, request.limit * self._policy.keyword_topic_per_result,
-                                           vector, {c.id for c in pool})
+            topical = self._topic_candidates(text, keywords, ctx, request.limit * self._policy.keyword_topic_per_result,
+                                             vector, {c.id for c in pool})
+            for candidate in topical:
+                candidate.widened = True
+            pool += topical
         if sidecar is not None:
             _admit_metadata_matches(pool, sidecar)
         if text and ctx.vector_status.enabled and len(pool) > len(seen_vector):
@@ -252,7 +266,7 @@ class QuerySearch:
                 step.head, "state_replacement", "graph", vector=candidate.vector, match_score=candidate.match_score,
                 query=candidate.query,
                 relations=[{"id": candidate.id, "type": step.relation, "from": candidate.id, "kind": "state_replacement"}],
-                extra={"state_replaces": candidate.id},
+                extra={"state_replaces": candidate.id}, widened=candidate.widened,
             ))
         return result
 
@@ -329,7 +343,7 @@ class QuerySearch:
                 # what the sub-query's sources said (similarity, metadata match) was about the
                 # sub-query: the candidate enters fresh and is measured against the question
                 added.append(Candidate(found.memory, found.match_type, found.source, query=text,
-                                       relations=found.relations, extra=found.extra))
+                                       relations=found.relations, extra=found.extra, widened=found.widened))
         vector = ctx.query_vectors.get(text)
         if added and vector is not None and ctx.vector_status.enabled:
             self._sources.score_vectors(vector, added)
@@ -353,9 +367,31 @@ class QuerySearch:
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
         if chained is not None:
             two_apart = same_speaker(rows, chained.two_apart) if self._policy.far_same_speaker else chained.two_apart
-            apply_neighbour_bonus(rows, chained.adjacent, near, two_apart, far)
+            apply_neighbour_bonus(rows, chained.adjacent, near, two_apart, far, *self._muted(rows))
         order_rows(rows, sort)
         return rows, fetched
+
+
+    def _muted(self, rows: list[Scored]) -> tuple[Muted, Muted]:
+        """Who sits out the adjacent and the two-apart share: the wider keyword channel's own
+        candidates match the query's words, not necessarily its meaning, so a turn that only shares a
+        word can lift the turn beside it, or rise on it (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES``)."""
+        gives, takes = self._policy.keyword_extra_gives, self._policy.keyword_extra_takes
+        back = self._policy.keyword_extra_gives_back
+        if gives == takes == "both" and back == "all":
+            return Muted(), Muted()
+        widened = frozenset(row.id for row in rows if row.candidate.widened)
+        none: frozenset[str] = frozenset()
+        refused = none
+        if back == "none":
+            refused = frozenset(row.id for row in rows)
+        elif back == "statements":  # a turn that mostly asks is not what its reply's words answer
+            refused = frozenset(row.id for row in rows
+                                if question_share(row.candidate.memory.get("content")) >= _ASKS)
+        return tuple(  # type: ignore[return-value]
+            Muted(gives=none if gives in ("both", share) else widened, takes=none if takes in ("both", share) else widened,
+                  forward=widened if back != "all" else none, refused=refused)
+            for share in ("adjacent", "far"))
 
 
 def _timestamp_epoch(memory: dict[str, Any]) -> float | None:

@@ -1,0 +1,175 @@
+"""The wider keyword channel's own candidates and the neighbour shares (RECALL_KEYWORD_EXTRA_GIVES / _TAKES)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from pipeline.config import Settings
+from pipeline.graph import Scope
+from pipeline.query.candidates import Candidate
+from pipeline.query.context import ContextProfile
+from pipeline.query.neighbours import Muted, apply_neighbour_bonus
+from pipeline.query.response import Scored
+from pipeline.query.request import ContextHints, RecallRequest
+from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, _admit_metadata_matches
+
+
+def _row(memory_id: str, score: float) -> Scored:
+    return Scored(Candidate({"id": memory_id, "content": ""}, "vector", "qdrant"), {}, score)
+
+
+def test_muted_members_give_or_take_nothing_of_that_share():
+    def bonuses(muted: Muted, far_muted: Muted = Muted()) -> dict[str, float]:
+        rows = [_row("a", 1.0), _row("b", 0.5), _row("c", 0.2)]
+        apply_neighbour_bonus(rows, [("b", "a"), ("c", "b")], 0.1, [("c", "a")], 0.1, muted, far_muted)
+        return {r.id: round(r.components.get("neighbour", 0.0), 6) for r in rows}
+
+    assert bonuses(Muted()) == {"a": 0.07, "b": 0.1, "c": 0.15}
+    assert bonuses(Muted(gives=frozenset({"a"}))) == {"a": 0.07, "b": 0.02, "c": 0.15}  # a still takes from b
+    assert bonuses(Muted(takes=frozenset({"a"}))) == {"a": 0.02, "b": 0.1, "c": 0.15}  # ... and gives to b
+    assert bonuses(Muted(), Muted(gives=frozenset({"a"}), takes=frozenset({"a"}))) == {"a": 0.05, "b": 0.1, "c": 0.05}
+
+
+def _memory(memory_id: str, content: str) -> dict:
+    return {"id": memory_id, "content": content, "tags": []}
+
+
+# no "Name:" label on any turn, so the same-speaker rule keeps every pair two apart
+NEAR = [_memory(f"near{i}", f"what a day {i}") for i in range(4)]
+FIRST = _memory("first", "kate said the hobbies list is long")        # the first keyword slot
+SECOND = _memory("second", "hey kate")                                 # the second slot: the wider channel's
+TOPIC = _memory("topic", "my hobbies are skiing and cooking")         # the topic search's
+# (later, earlier, steps apart): each keyword candidate sits beside a vector candidate
+CHAINS = [("second", "near0", 2), ("topic", "near1", 1), ("first", "near2", 2), ("near3", "second", 1)]
+
+
+class _Graph:
+    def read(self, query, params):
+        ids = set(params["ids"])
+        return [row for row in CHAINS if row[0] in ids and row[1] in ids]
+
+
+class _Sources:
+    """A vector search that fills its fetch (4 for limit 1); a text index ranking FIRST over SECOND."""
+
+    graph = _Graph()
+
+    def query_vector(self, text, status, nameless_weight=0.0, nameless_form="drop"):
+        return [1.0]
+
+    def vector(self, vector, scope, limit, status, query):
+        status.enabled = status.matched = True
+        return [Candidate(m, "vector", "qdrant", vector=0.5, query=query) for m in NEAR[:limit]]
+
+    def keyword(self, keywords, scope, limit, query, rerank=None, read=0, source="graph", vector=None):
+        found = [FIRST, SECOND] if "kate's" in keywords else [TOPIC]
+        return [Candidate(m, "keyword", "qdrant", vector=0.3, query=query) for m in found[:limit]]
+
+    def score_vectors(self, vector, candidates):
+        pass
+
+
+def _rows(gives: str, takes: str = "both", per_result: int = 2, topic: int = 1, back: str = "all") -> dict:
+    settings = Settings(recall_keyword_per_result=per_result, recall_keyword_topic_per_result=topic,
+                        recall_keyword_extra_gives=gives, recall_keyword_extra_takes=takes,
+                        recall_keyword_extra_gives_back=back,
+                        recall_metadata_search_enabled=False,
+                        search_weight_neighbour=0.1, search_weight_neighbour_far=0.1)
+    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
+                        datetime.now(timezone.utc), current_only=False)
+    rows, _ = QuerySearch(_Sources(), SearchPolicy.from_settings(settings)).run(  # type: ignore[arg-type]
+        RecallRequest(query="What are Kate's hobbies?", limit=1), ctx, "score")
+    return {row.id: row for row in rows}
+
+
+def _shared(rows: dict) -> set[str]:
+    return {memory_id for memory_id, row in rows.items() if row.components.get("neighbour")}
+
+
+def test_off_by_default():
+    settings = Settings()
+    assert settings.recall_keyword_extra_gives == settings.recall_keyword_extra_takes == "both"
+
+
+def test_only_what_the_wider_channel_alone_admits_is_marked():
+    rows = _rows("both")
+    assert {i for i, row in rows.items() if row.candidate.widened} == {"second", "topic"}
+    assert not _rows("both", per_result=1, topic=0)["first"].candidate.widened
+
+
+def test_both_lets_every_pool_member_give_and_get():
+    assert _shared(_rows("both")) == {"near0", "near1", "near2", "near3", "second", "topic", "first"}
+
+
+def test_adjacent_keeps_the_wider_channels_candidates_out_of_the_two_apart_share():
+    rows = _rows("adjacent", "adjacent")
+    # second–near0 (two apart) is gone both ways; topic–near1 and near3–second (adjacent) stay,
+    # and first (the first slot) still shares with near2 two apart
+    assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
+    both = _rows("both")
+    assert rows["second"].components["neighbour"] < both["second"].components["neighbour"]
+
+
+def test_none_keeps_them_out_of_every_share():
+    assert _shared(_rows("none", "none")) == {"near2", "first"}
+
+
+@pytest.mark.parametrize("gives, takes", [("adjacent", "adjacent"), ("none", "none"), ("none", "both"), ("far", "none")])
+def test_without_the_wider_channel_nothing_changes(gives, takes):
+    plain = _rows("both", per_result=1, topic=0)
+    scores = {i: r.score for i, r in _rows(gives, takes, per_result=1, topic=0).items()}
+    assert scores == {i: r.score for i, r in plain.items()}
+
+
+def test_a_metadata_match_is_no_longer_the_wider_channels_own():
+    pool = [Candidate(SECOND, "keyword", "qdrant", widened=True)]
+    _admit_metadata_matches(pool, [Candidate(SECOND, "metadata", "graph", metadata=0.8)])
+    assert len(pool) == 1 and not pool[0].widened and pool[0].metadata == 0.8
+
+
+def test_give_lets_them_pass_their_shares_and_take_none():
+    rows = _rows("both", "none")
+    assert _shared(rows) == {"near0", "near1", "near2", "near3", "first"}
+    assert rows["near0"].components["neighbour"] == _rows("both")["near0"].components["neighbour"]
+
+
+def test_take_lets_them_rise_on_their_neighbours_and_pass_nothing():
+    rows = _rows("none", "both")
+    assert _shared(rows) == {"second", "topic", "first", "near2"}
+    assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
+
+
+def test_gives_adjacent_passes_no_two_apart_share_and_takes_both():
+    rows = _rows("adjacent")
+    # second's two-apart share to near0 is gone; its adjacent one to near3 and what it takes stay
+    assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
+    assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
+
+
+@pytest.mark.parametrize("refused, a", [({"a"}, 0.02), ({"c"}, 0.07), (set(), 0.07)])
+def test_forward_members_give_back_only_to_turns_not_refused(refused, a):
+    rows = [_row("a", 1.0), _row("b", 0.5), _row("c", 0.2)]
+    muted = Muted(forward=frozenset({"b"}), refused=frozenset(refused))
+    apply_neighbour_bonus(rows, [("b", "a"), ("c", "b")], 0.1, [("c", "a")], 0.1, muted, muted)
+    # b gives c (after it) its share either way, a (before it) only when a is not refused
+    assert {r.id: round(r.components.get("neighbour", 0.0), 6) for r in rows} == {"a": a, "b": 0.1, "c": 0.15}
+
+
+def test_gives_forward_in_the_search():
+    assert Settings().recall_keyword_extra_gives_back == "all"
+    rows = _rows("both", back="none")
+    # near0 and near1 come before the wider channel's second and topic: no share from them;
+    # near3 comes after second and keeps its share, and the extras still take theirs
+    assert _shared(rows) == {"near2", "near3", "second", "topic", "first"}
+
+
+def test_gives_back_to_statements_only():
+    # near0 now asks: second (after it) passes it nothing; near1 still states and keeps topic's share
+    NEAR[0]["content"] = "what a day, did you go?"
+    try:
+        rows = _rows("both", back="statements")
+    finally:
+        NEAR[0]["content"] = "what a day 0"
+    assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
