@@ -332,11 +332,12 @@ def _headline(name: str, f: dict, ratios: dict) -> str:
     if name == "lifecycle":
         rows = {r["phase"]: r for r in f.get("rows", [])}
         restart = max((r.get("restart_s") or 0 for r in f.get("restarts", [])), default=None)
-        sorted_ratio = rows.get("import", {}).get("over_model_sorted")
-        return (f"Slack import {times(rows.get('import', {}).get('over_model'))}"
+        imported, singles = rows.get("import", {}), rows.get("singles", {})
+        sorted_ratio = imported.get("over_model_sorted")
+        return (f"Slack import {num(imported.get('rate'))}/s = {times(imported.get('over_model'))}"
                 + (f" ({times(sorted_ratio)} the length-sorted model)" if sorted_ratio is not None else "")
-                + " and waiting singles "
-                f"{times(rows.get('singles', {}).get('over_model'))} the model's own rate; recall max "
+                + f" and waiting singles {num(singles.get('rate'))}/s = "
+                f"{times(singles.get('over_model'))} the model's own rate on their texts; recall max "
                 f"{num(rows.get('import', {}).get('recall_max_ms'))} ms during the import; back to healthy in ≤ {num(restart)} s")
     if name == "growth":
         rows = f.get("rows", [])
