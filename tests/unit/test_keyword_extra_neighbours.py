@@ -14,6 +14,7 @@ from pipeline.query.neighbours import Muted, apply_neighbour_bonus
 from pipeline.query.response import Scored
 from pipeline.query.request import ContextHints, RecallRequest
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, _admit_metadata_matches
+from tests.unit.fake_recall_sources import ScriptedSources
 
 
 def _row(memory_id: str, score: float) -> Scored:
@@ -51,26 +52,6 @@ class _Graph:
         return [row for row in CHAINS if row[0] in ids and row[1] in ids]
 
 
-class _Sources:
-    """A vector search that fills its fetch (4 for limit 1); a text index ranking FIRST over SECOND."""
-
-    graph = _Graph()
-
-    def query_vector(self, text, status, nameless_weight=0.0, nameless_form="drop"):
-        return [1.0]
-
-    def vector(self, vector, scope, limit, status, query):
-        status.enabled = status.matched = True
-        return [Candidate(m, "vector", "qdrant", vector=0.5, query=query) for m in NEAR[:limit]]
-
-    def keyword(self, keywords, scope, limit, query, rerank=None, read=0, source="graph", vector=None):
-        found = [FIRST, SECOND] if "kate's" in keywords else [TOPIC]
-        return [Candidate(m, "keyword", "qdrant", vector=0.3, query=query) for m in found[:limit]]
-
-    def score_vectors(self, vector, candidates):
-        pass
-
-
 def _rows(gives: str, takes: str = "both", per_result: int = 2, topic: int = 1, back: str = "all") -> dict:
     settings = Settings(recall_keyword_per_result=per_result, recall_keyword_topic_per_result=topic,
                         recall_keyword_extra_gives=gives, recall_keyword_extra_takes=takes,
@@ -79,7 +60,9 @@ def _rows(gives: str, takes: str = "both", per_result: int = 2, topic: int = 1, 
                         search_weight_neighbour=0.1, search_weight_neighbour_far=0.1)
     ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
                         datetime.now(timezone.utc), current_only=False)
-    rows, _ = QuerySearch(_Sources(), SearchPolicy.from_settings(settings)).run(  # type: ignore[arg-type]
+    # the text index ranks FIRST over SECOND; the topic search (no names) finds TOPIC
+    sources = ScriptedSources(NEAR, lambda keywords: [FIRST, SECOND] if "kate's" in keywords else [TOPIC], graph=_Graph())
+    rows, _ = QuerySearch(sources, SearchPolicy.from_settings(settings)).run(  # type: ignore[arg-type]
         RecallRequest(query="What are Kate's hobbies?", limit=1), ctx, "score")
     return {row.id: row for row in rows}
 

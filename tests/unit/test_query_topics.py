@@ -8,12 +8,12 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.graph import Scope
-from pipeline.query.candidates import Candidate
 from pipeline.query.context import ContextProfile
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.request import ContextHints, RecallRequest
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy
 from pipeline.query.topics import topic_keywords
+from tests.unit.fake_recall_sources import ScriptedSources
 
 
 @pytest.mark.parametrize("query, topics", [
@@ -34,32 +34,11 @@ SKIING = {"id": "skiing", "content": "Emi: skiing is my favourite of my hobbies"
 NEAR = [{"id": f"near{i}", "content": f"Emi: what a day {i}", "tags": []} for i in range(4)]
 
 
-class _Sources:
-    """A vector search that fills its fetch (4 for limit 1) with NEAR, a text index that ranks the name first."""
-
-    def __init__(self):
-        self.searches: list[tuple[list[str], int]] = []
-
-    def query_vector(self, text, status, nameless_weight=0.0, nameless_form="drop"):
-        return [1.0]
-
-    def vector(self, vector, scope, limit, status, query):
-        status.enabled = status.matched = True
-        return [Candidate(m, "vector", "qdrant", vector=0.5, query=query) for m in NEAR[:limit]]
-
-    def keyword(self, keywords, scope, limit, query, rerank=None, read=0, source="graph", vector=None):
-        self.searches.append((list(keywords), limit))
-        found = [HELLO, SKIING] if "kate's" in keywords else [SKIING]
-        return [Candidate(m, "keyword", "qdrant", vector=0.3, query=query) for m in found[:limit]]
-
-    def score_vectors(self, vector, candidates):
-        pass
-
-
-def _run(query: str, topic_per_result: int) -> tuple[list[str], _Sources]:
+def _run(query: str, topic_per_result: int) -> tuple[list[str], ScriptedSources]:
     settings = Settings(recall_keyword_per_result=1, recall_keyword_topic_per_result=topic_per_result,
                         recall_metadata_search_enabled=False, search_weight_neighbour=0, search_weight_neighbour_far=0)
-    sources = _Sources()
+    # a text index that ranks the name first
+    sources = ScriptedSources(NEAR, lambda keywords: [HELLO, SKIING] if "kate's" in keywords else [SKIING])
     ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
                         datetime.now(timezone.utc), current_only=False)
     rows, _ = QuerySearch(sources, SearchPolicy.from_settings(settings)).run(  # type: ignore[arg-type]

@@ -1,0 +1,31 @@
+"""A recall-source fake for QuerySearch tests: fixed vector candidates and scripted keyword hits."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pipeline.query.candidates import Candidate
+
+
+class ScriptedSources:
+    """Every vector search returns ``near`` (cosine 0.5) up to its limit; a keyword search returns
+    ``keyword_hits(keywords)`` (cosine 0.3) up to its limit and is recorded in ``searches``."""
+
+    def __init__(self, near: list[dict], keyword_hits: Callable[[list[str]], list[dict]], graph: Any = None):
+        self._near, self._keyword_hits = near, keyword_hits
+        self.graph = graph
+        self.searches: list[tuple[list[str], int]] = []
+
+    def query_vector(self, text, status, nameless_weight=0.0, nameless_form="drop"):
+        return [1.0]
+
+    def vector(self, vector, scope, limit, status, query):
+        status.enabled = status.matched = True
+        return [Candidate(m, "vector", "qdrant", vector=0.5, query=query) for m in self._near[:limit]]
+
+    def keyword(self, keywords, scope, limit, query, rerank=None, read=0, source="graph", vector=None):
+        self.searches.append((list(keywords), limit))
+        return [Candidate(m, "keyword", "qdrant", vector=0.3, query=query) for m in self._keyword_hits(keywords)[:limit]]
+
+    def score_vectors(self, vector, candidates):
+        pass
