@@ -96,7 +96,6 @@ def test_a_due_build_waits_for_an_import_on_its_way_up_to_a_bound_of_unindexed_p
 
 def test_the_maintainer_flushes_on_its_own_interval_even_while_a_build_is_held():
     import threading
-    import time
 
     flushed = threading.Event()
     vectors = SimpleNamespace(build_due=lambda: True, pending_changes=lambda: 10, maintain=lambda: None,
@@ -119,7 +118,6 @@ def test_a_build_in_a_child_is_finished_at_every_tick_whatever_the_holds_say():
     """Its copy is taken and writes are journaled: the swap follows the child's exit at the next
     tick (the flush interval), not the build interval, and an import on its way does not hold it."""
     import threading
-    import time
 
     maintained = threading.Event()
     vectors = SimpleNamespace(build_due=lambda: True, pending_changes=lambda: 10, build_in_flight=lambda: True,
