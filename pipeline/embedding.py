@@ -19,6 +19,7 @@ import numpy as np
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 from pipeline.observability.metrics import CHARS_PER_TOKEN
+from pipeline.packed_model import PackedSentenceEncoder, budget_batches
 
 LOCAL_MODEL_DIMENSIONS = 384
 HASH_DEFAULT_DIMENSIONS = 384
@@ -90,7 +91,7 @@ class LocalEmbedder:
     semantic = True
     dimensions = LOCAL_MODEL_DIMENSIONS
 
-    def __init__(self, batch_size: int, torch_threads: int, token_budget: int = 0):
+    def __init__(self, batch_size: int, torch_threads: int, token_budget: int = 0, row_tokens: int = 0):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch
@@ -104,6 +105,8 @@ class LocalEmbedder:
         self._model = SentenceTransformer(str(get_model_path()), device="cpu")
         self._batch_size = batch_size
         self._token_budget = token_budget
+        self._packed = (PackedSentenceEncoder(self._model, row_tokens, token_budget or row_tokens * batch_size)
+                        if row_tokens and PackedSentenceEncoder.supports(self._model) else None)
         # The model is not documented as thread-safe; worker threads take turns.
         self._lock = threading.Lock()
 
@@ -111,6 +114,9 @@ class LocalEmbedder:
         return [v.tolist() for v in self.embed_f32(texts)]
 
     def embed_f32(self, texts: list[str]) -> np.ndarray:
+        if self._packed is not None:
+            with self._lock:
+                return self._packed.encode(texts)
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return out
@@ -135,17 +141,7 @@ def token_budget_batches(texts: Sequence[str], token_budget: int, max_texts: int
     texts in batches of ~512 tokens (docs/benchmarks-log.md, issue 21).
     """
     tokens = [min(max_tokens, len(text) // CHARS_PER_TOKEN + 2) for text in texts]
-    batches: list[list[int]] = []
-    batch: list[int] = []
-    for index in sorted(range(len(texts)), key=lambda i: -tokens[i]):
-        # longest first, so the batch's longest is its first text
-        if batch and (len(batch) >= max_texts or tokens[batch[0]] * (len(batch) + 1) > token_budget):
-            batches.append(batch)
-            batch = []
-        batch.append(index)
-    if batch:
-        batches.append(batch)
-    return batches
+    return budget_batches(tokens, token_budget, max_texts)
 
 
 class OpenAIEmbedder:
@@ -187,7 +183,8 @@ def build_embedder(settings: Settings) -> Embedder:
             raise ConfigurationError(
                 f"EMBEDDING_PROVIDER=local produces {LOCAL_MODEL_DIMENSIONS} dimensions but VECTOR_SIZE={settings.vector_size}"
             )
-        return LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads, settings.embed_model_token_budget)
+        return LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads,
+                             settings.embed_model_token_budget, settings.embed_model_row_tokens)
     if not settings.openai_api_key:
         raise ConfigurationError("EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY")
     return OpenAIEmbedder(

@@ -303,8 +303,9 @@ def raw_model_rate(export: Path, limit: int, batch_size: int = 64, torch_threads
             if len(texts) >= limit:
                 break
     texts = [t for t in texts[:limit] if t]
-    token_budget = Settings().embed_model_token_budget  # the model as the workers run it
-    embedder = LocalEmbedder(batch_size=batch_size, torch_threads=torch_threads, token_budget=token_budget)
+    settings = Settings()  # the model as the workers run it
+    token_budget, row_tokens = settings.embed_model_token_budget, settings.embed_model_row_tokens
+    embedder = LocalEmbedder(batch_size, torch_threads, token_budget, row_tokens)
     embedder.embed(texts[:batch_size])  # warm-up
     started, cpu_started = time.monotonic(), time.process_time()
     for start in range(0, len(texts), batch_size):
@@ -312,7 +313,7 @@ def raw_model_rate(export: Path, limit: int, batch_size: int = 64, torch_threads
     elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
     return {"texts": len(texts), "seconds": round(elapsed, 2), "rate": round(len(texts) / elapsed, 1),
             "cpu_ms_per_text": round(cpu * 1000 / len(texts), 2), "batch_size": batch_size, "torch_threads": torch_threads,
-            "token_budget": token_budget}
+            "token_budget": token_budget, "row_tokens": row_tokens}
 
 
 def raw_model_rate_apart(export: Path, limit: int) -> dict:

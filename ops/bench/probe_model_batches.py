@@ -1,15 +1,16 @@
-"""The local model's rate by how a call's texts are batched: one batch, or batches of a padded-token budget.
+"""The local model's rate by how a call's texts are batched: one batch, batches of a padded-token budget, packed rows.
 
-    python -m ops.bench.probe_model_batches [--texts 400] [--rounds 2] [--budgets 0,256,512,1024]
+    python -m ops.bench.probe_model_batches [--texts 400] [--rounds 2] [--configs 0/0,512/0,512/128]
 
 Real texts from ``../shared/data``: messages of the two dev Slack exports and turns of
 realtalk-dev and locomo-dev, embedded as the embed stage does (``embed_contents_f32``: labelled
 turns sentence by sentence) through ``LocalEmbedder`` with the workers' torch threads. Calls of
-``EMBED_BATCH_SIZE`` texts (an import's embed message) and of 8 (what 8 waiting clients of
-single writes can gather), each with ``EMBED_MODEL_TOKEN_BUDGET`` = every ``--budgets`` value
-(0 = the whole call as one batch, as sentence-transformers does by default). Rounds alternate
-the budgets so a changing load hits each alike. Prints texts per second (the best round) and
-writes ``ops/bench/results/probe_model_batches.json``.
+``EMBED_BATCH_SIZE`` texts (an import's embed message) and of 4 (what 8 waiting clients of
+single writes gather in a call), each with ``EMBED_MODEL_TOKEN_BUDGET``
+(0 = the whole call as one batch, as sentence-transformers does by default) and
+``EMBED_MODEL_ROW_TOKENS`` (0 = no packing), given as ``budget/row`` pairs. Rounds alternate
+the order of the configurations so a changing load hits each alike. Prints texts per second
+(the best round) and writes ``ops/bench/results/probe_model_batches.json``.
 """
 
 from __future__ import annotations
@@ -49,36 +50,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=400, help="texts of each corpus")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--budgets", default="0,256,512,1024")
+    parser.add_argument("--configs", default="0/0,512/0,512/64,512/128,512/256",
+                        help="EMBED_MODEL_TOKEN_BUDGET/EMBED_MODEL_ROW_TOKENS pairs")
     parser.add_argument("--out", type=Path, default=RESULTS / "probe_model_batches.json")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from pipeline.embedding import LocalEmbedder
 
     settings = Settings()
-    budgets = [int(b) for b in args.budgets.split(",")]
-    call_sizes = [settings.embed_batch_size, 8]
-    embedders = {budget: LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads, budget)
-                 for budget in budgets}
+    configs = [tuple(int(part) for part in pair.split("/")) for pair in args.configs.split(",")]
+    call_sizes = [settings.embed_batch_size, 4]
+    embedders = {config: LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads, *config)
+                 for config in configs}
     texts = corpora(args.texts)
     for embedder in embedders.values():
         embedder.embed_f32(texts["locomo-dev"][:64])  # warm-up
     best: dict[tuple[str, int, int], float] = {}
     for round_ in range(args.rounds):
-        order = budgets if round_ % 2 == 0 else budgets[::-1]
+        order = configs if round_ % 2 == 0 else configs[::-1]
         for name, corpus in texts.items():
             for call_size in call_sizes:
-                for budget in order:
-                    key = (name, call_size, budget)
-                    best[key] = max(best.get(key, 0.0), rate(embedders[budget], corpus, call_size))
-    rows = [{"corpus": name, "call_size": call_size, "budget": budget, "texts_per_s": round(value, 1)}
-            for (name, call_size, budget), value in best.items()]
+                for config in order:
+                    key = (name, call_size, config)
+                    best[key] = max(best.get(key, 0.0), rate(embedders[config], corpus, call_size))
+    rows = [{"corpus": name, "call_size": call_size, "budget": budget, "row_tokens": row, "texts_per_s": round(value, 1)}
+            for (name, call_size, (budget, row)), value in best.items()]
     print(f"texts per second, best of {args.rounds} rounds, {settings.resolved_embed_torch_threads} torch threads")
-    print("| corpus | texts per call | " + " | ".join(f"budget {b or 'off'}" for b in budgets) + " |")
-    print("|---|---|" + "---|" * len(budgets))
+    print("| corpus | texts per call | " + " | ".join(f"budget {b or 'off'}, rows {r or 'off'}" for b, r in configs) + " |")
+    print("|---|---|" + "---|" * len(configs))
     for name in texts:
         for call_size in call_sizes:
-            cells = [f"{best[(name, call_size, b)]:.1f}" for b in budgets]
+            cells = [f"{best[(name, call_size, config)]:.1f}" for config in configs]
             print(f"| {name} | {call_size} | " + " | ".join(cells) + " |")
     report = {"rows": rows, "texts": {name: len(corpus) for name, corpus in texts.items()}, "rounds": args.rounds,
               "torch_threads": settings.resolved_embed_torch_threads, "load_after": os.getloadavg()[0]}

@@ -60,3 +60,24 @@ def test_token_budgeted_batches_give_each_text_its_own_vector_in_order():
     assert budgeted.shape == whole.shape == (len(texts), 384)
     # padding is masked out: the same text gives the same vector in a batch of any size
     assert abs(budgeted - whole).max() < 1e-4
+
+
+def test_packed_rows_give_the_models_own_vectors_on_real_messages():
+    from ops.bench.real import DATA, slack_texts
+    from pipeline.embedding import LocalEmbedder
+    from pipeline.labelled import embed_contents_f32
+
+    slack = slack_texts(DATA / "slack-dev" / "r-contributors")[:120]
+    # real messages of every length (some over the model's 256 tokens, cut as the model cuts
+    # them), emoji, a blank and a one-word text, whole and as labelled sentences
+    texts = [*slack, "", "  ", "ok", "🎉 thanks!", " ".join(slack[:40]), *MEMORIES]
+    assert max(len(t) for t in texts) > 256 * 4
+    plain = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=0)
+    packed = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=512, row_tokens=128)
+    assert packed._packed is not None  # MiniLM is a BERT with mean pooling: packing applies
+    for call in (texts[:3], texts[:64], texts):
+        expected, got = plain.embed_f32(call), packed.embed_f32(call)
+        assert got.shape == expected.shape == (len(call), 384)
+        assert abs(got - expected).max() < 1e-4
+    labelled = [f"Maria: {a} {b}" for a, b in zip(slack[::2], slack[1::2])]
+    assert abs(embed_contents_f32(packed, labelled) - embed_contents_f32(plain, labelled)).max() < 1e-4

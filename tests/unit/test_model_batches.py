@@ -36,3 +36,23 @@ def test_the_count_bound_holds_for_tiny_texts():
     texts = ["hi"] * 10
     batches = token_budget_batches(texts, token_budget=10_000, max_texts=4, max_tokens=256)
     assert [len(batch) for batch in batches] == [4, 4, 2]
+
+
+def test_rows_hold_every_text_once_within_the_row_size():
+    from pipeline.packed_model import pack_rows
+
+    lengths = [30, 8, 120, 300, 12, 12, 60, 2, 90]
+    rows = pack_rows(lengths, row_tokens=128)
+    assert sorted(i for row in rows for i in row) == list(range(len(lengths)))
+    for row in rows:
+        total = sum(lengths[i] for i in row)
+        assert total <= 128 or row == [3]  # 300 tokens: a row of its own
+    assert len(rows) < len(lengths)  # short texts share rows
+    assert [i for i in rows[0]] == [3]  # longest first
+
+
+def test_rows_are_filled_first_fit():
+    from pipeline.packed_model import pack_rows
+
+    # 100 opens row 0, 90 opens row 1, 20 fits row 0 (28 left), 30 only row 1 (38 left)
+    assert pack_rows([20, 100, 30, 90], row_tokens=128) == [[1, 0], [3, 2]]
