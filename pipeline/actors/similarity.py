@@ -34,14 +34,16 @@ def nearest_links(vectors: VectorStore, items: list[tuple[str, Sequence[float]]]
 
 
 def _large_index_build_due(svc) -> Callable[[], bool]:
-    """Does the shard hold more unindexed points than a build waits for the catch-up for?
+    """Will a coming index build index more points than a build waits for the catch-up for?
 
     Then the build goes first (api.index_maintainer) and linking waits for it: before
-    it, every search scans every unindexed point. Always False with a Qdrant server, which
-    indexes as it goes.
+    it, every search scans every unindexed point. A shard under its plain size
+    (``EDGE_PLAIN_MAX_POINTS``) gets no build, and a Qdrant server indexes as it goes: never
+    then, or every message would sit out its longest wait for a build that does not come.
     """
     bound = svc.settings.edge_optimize_similarity_wait_max_changes
-    return lambda: getattr(svc.vectors, "pending_changes", lambda: 0)() > bound
+    build_pending = getattr(svc.vectors, "build_pending", lambda: 0)
+    return lambda: build_pending() > bound
 
 
 @stage_actor("link_similar")

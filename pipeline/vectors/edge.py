@@ -419,6 +419,11 @@ class EdgeVectorStore:
         """Points written or deleted since the last index build (what the next one indexes)."""
         return self._changes
 
+    def build_pending(self) -> int:
+        """The points an index build still to come will index: 0 while the shard stays plain,
+        where none comes (its changes stay counted for the first build past the plain size)."""
+        return 0 if not self._changes or self.stays_plain() else self._changes
+
     def persist(self) -> int:
         """Flush the shard if it was written since the last flush; returns the writes flushed.
 

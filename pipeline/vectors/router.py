@@ -105,6 +105,11 @@ class VectorRouter:
         """The most points any open store would index in its next build (0 for a server)."""
         return max((getattr(store, "pending_changes", lambda: 0)() for store in self._services.open_vector_stores()), default=0)
 
+    def build_pending(self) -> int:
+        """The most points any open store's coming index build will index (0: none coming, as
+        for a shard under its plain size or a server)."""
+        return max((getattr(store, "build_pending", lambda: 0)() for store in self._services.open_vector_stores()), default=0)
+
     def build_in_flight(self) -> bool:
         """Is a child process building an open Edge store's index (swapped in by ``maintain``)?"""
         return any(getattr(store, "build_in_flight", lambda: False)() for store in self._services.open_vector_stores())

@@ -374,6 +374,22 @@ def test_edge_payloads_in_ram_and_a_cold_shard_converted_at_its_next_index_build
     reopened.close()
 
 
+def test_a_shard_under_its_plain_size_has_no_build_pending(tmp_path):
+    """Its changes stay counted for the first build past the plain size, but no build is coming:
+    SIMILAR_TO must not wait for one (a 100k import once held every linking message for its
+    longest wait, 300 s, on a 103k-point plain shard)."""
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE, optimize_min_changes=1, plain_max_points=5)
+    store.ensure_collection()
+    store.upsert([point(f"p{i}", i, ["t"]) for i in range(4)])
+    assert store.pending_changes() == 4 and store.build_pending() == 0
+    store.upsert([point(f"q{i}", i, ["t"]) for i in range(3)])  # 7 points: past the plain size
+    assert store.build_pending() == 7
+    store.maintain()  # the build comes (in this process: no child configured)
+    store.finish_build()
+    assert store.pending_changes() == store.build_pending() == 0
+    store.close()
+
+
 # --- keyword search in the Edge shard (issue 7/3) ----------------------------------------------
 def text_point(memory_id: str, i: int, content: str, tags: list[str], archived: bool = False) -> VectorPoint:
     memory = {"id": memory_id, "content": content, "tags": tags, "type": "Context", "importance": 0.5,

@@ -64,7 +64,7 @@ def test_write_path_busy_reads_the_write_path_queues_in_one_round_trip():
 
 def test_linking_waits_for_a_large_index_build_only():
     vectors = SimpleNamespace(pending=0)
-    vectors.pending_changes = lambda: vectors.pending
+    vectors.build_pending = lambda: vectors.pending
     svc = SimpleNamespace(vectors=vectors, settings=SimpleNamespace(edge_optimize_similarity_wait_max_changes=20_000))
     due = _large_index_build_due(svc)
     assert not due()
