@@ -18,8 +18,8 @@ import numpy as np
 
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
-from pipeline.observability.metrics import CHARS_PER_TOKEN
 from pipeline.packed_model import PackedSentenceEncoder, budget_batches
+from pipeline.tokens import CHARS_PER_TOKEN
 
 LOCAL_MODEL_DIMENSIONS = 384
 HASH_DEFAULT_DIMENSIONS = 384

@@ -17,17 +17,17 @@ Pure functions over the REST response bodies, so every rule is unit-tested witho
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import orjson
 
+from pipeline.tokens import estimate_tokens
+
 PREVIEW_CHARS = 400
 MAX_RELATION_STUBS = 3
 STUB_SUMMARY_CHARS = 100
-CHARS_PER_TOKEN = 4
 
 # Never dropped to make room: they say what the response is and how to page on.
 _PROTECTED_FIELDS = frozenset({"mode", "count", "results", "has_more", "limit", "offset", "next_offset", "truncation"})
@@ -47,10 +47,6 @@ class ToolOutput:
 
 def to_json(value: Any) -> str:
     return orjson.dumps(value, default=str).decode()
-
-
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def response_tokens(output: ToolOutput) -> int:

@@ -11,18 +11,18 @@ Per-actor metrics keep the names and labels of Dramatiq's own Prometheus middlew
 
 from __future__ import annotations
 
-import math
 import time
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from pipeline.tokens import estimate_tokens
+
 # Milliseconds, as Dramatiq's middleware buckets them.
 ACTOR_DURATION_BUCKETS_MS = (5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000, 30000, 60000, 600000)
 STORE_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 EMBED_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-CHARS_PER_TOKEN = 4  # the usual estimate, for providers that do not report usage
 
 
 class PipelineMetrics:
@@ -148,7 +148,7 @@ class InstrumentedEmbedder:
         finally:
             m.embedding_seconds.labels(provider).observe(time.perf_counter() - started)
         if tokens is None:
-            tokens = sum(math.ceil(len(text) / CHARS_PER_TOKEN) for text in texts)
+            tokens = sum(estimate_tokens(text) for text in texts)  # the provider reported no usage
         m.embedding_calls.labels(provider).inc()
         m.embedding_texts.labels(provider).inc(len(texts))
         m.embedding_tokens.labels(provider).inc(tokens)
