@@ -26,6 +26,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from pipeline.processes import end_process
+
 # Between two looks at its clients, a loading redis-server replays this many bytes of its
 # AOF (or reads this much of a snapshot); redis' 2 MB default leaves a graph replay silent
 # for many seconds, and silence is what a launcher must not mistake for a hang.
@@ -112,13 +114,8 @@ class RedisServer:
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM: redis flushes the AOF and exits cleanly."""
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process:
+            end_process(self.process, timeout)
 
     def kill(self) -> None:
         if self.process and self.process.poll() is None:

@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from pipeline.processes import end_process
+
 log = logging.getLogger(__name__)
 
 BUILD = ".build"  # the copy the child builds
@@ -133,13 +135,7 @@ class ChildBuild:
 
     def stop(self) -> None:
         """End the child (asked, then killed) and remove its copy."""
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(CHILD_STOP_S)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        end_process(self._process, CHILD_STOP_S)
         self.discard()
 
     def discard(self) -> None:
