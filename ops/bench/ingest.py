@@ -47,6 +47,7 @@ import redis
 
 from ops.bench.busy import BusySampler, format_report
 from ops.bench.gen_slack_export import generate
+from ops.bench.model_alone import model_run_apart
 from ops.bench.suite.procs import cpu_seconds, wait_measured
 from pipeline.tracking import INFLIGHT_KEY
 from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
@@ -289,10 +290,11 @@ def bench_singles(stack: Stack, count: int, concurrency: int, timeout: float, se
     }
 
 
-def raw_model_rate(export: Path, limit: int, batch_size: int = 64, torch_threads: int = 1) -> dict:
-    """The local model alone: same texts, the workers' batch size and torch threads."""
+def raw_model_rate_apart(export: Path, limit: int, torch_threads: int = 1) -> dict:
+    """The local model alone on the export's first ``limit`` message texts, run as the workers
+    run it, in a child process (torch never loads into this one, whose later children would
+    otherwise count its pages in their peak RSS)."""
     from pipeline.config import Settings
-    from pipeline.embedding import LocalEmbedder
     from pipeline.slack.export import SlackExport
 
     texts: list[str] = []
@@ -302,28 +304,7 @@ def raw_model_rate(export: Path, limit: int, batch_size: int = 64, torch_threads
             texts += [m.message.get("text", "") for m in slack.messages(conversation)]
             if len(texts) >= limit:
                 break
-    texts = [t for t in texts[:limit] if t]
-    settings = Settings()  # the model as the workers run it
-    token_budget, row_tokens = settings.embed_model_token_budget, settings.embed_model_row_tokens
-    embedder = LocalEmbedder(batch_size, torch_threads, token_budget, row_tokens)
-    embedder.embed(texts[:batch_size])  # warm-up
-    started, cpu_started = time.monotonic(), time.process_time()
-    for start in range(0, len(texts), batch_size):
-        embedder.embed(texts[start:start + batch_size])
-    elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
-    return {"texts": len(texts), "seconds": round(elapsed, 2), "rate": round(len(texts) / elapsed, 1),
-            "cpu_ms_per_text": round(cpu * 1000 / len(texts), 2), "batch_size": batch_size, "torch_threads": torch_threads,
-            "token_budget": token_budget, "row_tokens": row_tokens}
-
-
-def raw_model_rate_apart(export: Path, limit: int) -> dict:
-    """``raw_model_rate`` in a child process: torch never loads into this one (whose later
-    children would otherwise count its pages in their peak RSS)."""
-    code = ("import json, sys; from pathlib import Path; from ops.bench.ingest import raw_model_rate; "
-            "print(json.dumps(raw_model_rate(Path(sys.argv[1]), int(sys.argv[2]))))")
-    result = subprocess.run([sys.executable, "-c", code, str(export), str(limit)], cwd=Path(__file__).resolve().parents[2],
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, check=True)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return model_run_apart([t for t in texts[:limit] if t], Settings(), torch_threads)
 
 
 def run_config(servers: Servers, provider: str, workers: int, export: Path, singles: int, timeout: float,

@@ -29,7 +29,6 @@ import argparse
 import http.client
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -42,6 +41,7 @@ import redis
 
 from ops.bench import locomo
 from ops.bench.ingest import CpuMeter, _importer_with_rss, _wait_recallable
+from ops.bench.model_alone import model_run_apart
 from pipeline.config import Settings
 from ops.bench.stack import AUTH, Servers, Stack, discard_data
 
@@ -104,32 +104,14 @@ def raw_model_rate(texts: list[str], settings: Settings, sorted_within: int = 0)
     embed messages (``pipeline.embed_batches``): the model's own rate with the pipeline's
     grouping, beside the in-order rate the issue names. The pipeline's gain from grouping is
     the gap between the two; its own overhead is the gap to the sorted one."""
-    runs = [_raw_model_run(texts, settings, threads)
+    runs = [model_run_apart(texts, settings, threads)
             for threads in sorted({settings.resolved_embed_torch_threads, 1, len(os.sched_getaffinity(0))})]
     best = max(runs, key=lambda run: run["rate"])
     result = {**best, "runs": runs}
     if sorted_within:
         grouped = [t for start in range(0, len(texts), sorted_within) for t in sorted(texts[start:start + sorted_within], key=len)]
-        result["length_sorted"] = _raw_model_run(grouped, settings, best["torch_threads"])
+        result["length_sorted"] = model_run_apart(grouped, settings, best["torch_threads"])
     return result
-
-
-def _raw_model_run(texts: list[str], settings: Settings, torch_threads: int) -> dict:
-    """The model as the workers run it (their batch size, token budget and packed rows), in a child."""
-    code = ("import json, sys, time; from pipeline.embedding import LocalEmbedder\n"
-            "texts, batch, threads, budget, row = json.loads(sys.stdin.read())\n"
-            "e = LocalEmbedder(batch, threads, budget, row); e.embed(texts[:batch])\n"
-            "t, c = time.monotonic(), time.process_time()\n"
-            "for i in range(0, len(texts), batch): e.embed(texts[i:i + batch])\n"
-            "t, c = time.monotonic() - t, time.process_time() - c\n"
-            "print(json.dumps({'texts': len(texts), 'seconds': round(t, 2), 'rate': round(len(texts) / t, 1),"
-            " 'cpu_ms_per_text': round(c * 1000 / len(texts), 2), 'torch_threads': threads, 'token_budget': budget,"
-            " 'row_tokens': row}))")
-    payload = json.dumps([texts, settings.embed_batch_size, torch_threads, settings.embed_model_token_budget,
-                          settings.embed_model_row_tokens])
-    result = subprocess.run([sys.executable, "-c", code], input=payload, cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=True)
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def wait_background_done(stack: Stack, timeout: float) -> float:
