@@ -1,4 +1,5 @@
-"""A recall-source fake for QuerySearch tests: fixed vector candidates and scripted keyword hits."""
+"""Fakes for the query tests: recall sources with fixed vector candidates and scripted keyword hits,
+and a 2-d embedder that records what it was asked to embed."""
 
 from __future__ import annotations
 
@@ -29,3 +30,18 @@ class ScriptedSources:
 
     def score_vectors(self, vector, candidates):
         pass
+
+
+class RecordingEmbedder:
+    """Two dimensions; ``vector_for(text)`` gives each text's vector (one fixed vector by default);
+    every call's texts are kept in ``calls``."""
+
+    dimensions = 2
+
+    def __init__(self, vector_for: Callable[[str], list[float]] = lambda text: [1.0, 0.0]):
+        self.calls: list[list[str]] = []
+        self._vector_for = vector_for
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return [self._vector_for(text) for text in texts]

@@ -1,5 +1,7 @@
 """The web's index maintainer: when a due Edge build waits (an import on its way, SIMILAR_TO after a small one)."""
 
+import threading
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 from api.index_maintainer import BuildHolds, IndexMaintainer
@@ -94,42 +96,37 @@ def test_a_due_build_waits_for_an_import_on_its_way_up_to_a_bound_of_unindexed_p
     assert not maintainer._hold()  # the import is through: build
 
 
-def test_the_maintainer_flushes_on_its_own_interval_even_while_a_build_is_held():
-    import threading
-
-    flushed = threading.Event()
-    vectors = SimpleNamespace(build_due=lambda: True, pending_changes=lambda: 10, maintain=lambda: None,
-                              persist=lambda: flushed.set() or 5)
+@contextmanager
+def _running_behind_an_import(vectors):
+    """A started maintainer (ticking every 50 ms, building at most hourly) while an import is
+    on its way, which holds a build that is only due."""
     redis = _Redis()
-    redis.set("persist", 1)  # an import on its way: the due build waits
+    redis.set("persist", 1)
     maintainer = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 3600.0,
                                  BuildHolds(import_max_changes=1_000, similarity_wait_s=0, similarity_wait_max_changes=0),
                                  flush_interval=0.05)
     maintainer.start()
     try:
-        assert flushed.wait(5)
+        yield maintainer
     finally:
         maintainer.stop()
         maintainer.join(5)
     assert not maintainer.is_alive()
 
 
+def test_the_maintainer_flushes_on_its_own_interval_even_while_a_build_is_held():
+    flushed = threading.Event()
+    vectors = SimpleNamespace(build_due=lambda: True, pending_changes=lambda: 10, maintain=lambda: None,
+                              persist=lambda: flushed.set() or 5)
+    with _running_behind_an_import(vectors):
+        assert flushed.wait(5)
+
+
 def test_a_build_in_a_child_is_finished_at_every_tick_whatever_the_holds_say():
     """Its copy is taken and writes are journaled: the swap follows the child's exit at the next
     tick (the flush interval), not the build interval, and an import on its way does not hold it."""
-    import threading
-
     maintained = threading.Event()
     vectors = SimpleNamespace(build_due=lambda: True, pending_changes=lambda: 10, build_in_flight=lambda: True,
                               maintain=maintained.set, persist=lambda: 0)
-    redis = _Redis()
-    redis.set("persist", 1)  # would hold a build that is only due
-    maintainer = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 3600.0,
-                                 BuildHolds(import_max_changes=1_000, similarity_wait_s=0, similarity_wait_max_changes=0),
-                                 flush_interval=0.05)
-    maintainer.start()
-    try:
+    with _running_behind_an_import(vectors):
         assert maintained.wait(5)
-    finally:
-        maintainer.stop()
-        maintainer.join(5)

@@ -8,6 +8,7 @@ import pytest
 from pipeline.config import Settings
 from pipeline.query.candidates import CandidateSources, VectorStatus
 from pipeline.query.names import without_names
+from tests.unit.fake_recall_sources import RecordingEmbedder
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -26,15 +27,9 @@ def test_no_second_query_without_a_name(text):
     assert without_names(text) is None
 
 
-class _Embedder:
-    dimensions = 2
-
-    def __init__(self):
-        self.calls = []
-
-    def embed(self, texts):
-        self.calls.append(list(texts))
-        return [[1.0, 0.0] if "Kate" in t else [0.0, 1.0] for t in texts]
+def _embedder():
+    """Kate's texts point one way, every other text the other."""
+    return RecordingEmbedder(lambda text: [1.0, 0.0] if "Kate" in text else [0.0, 1.0])
 
 
 def _sources(embedder):
@@ -42,16 +37,16 @@ def _sources(embedder):
 
 
 def test_the_query_vector_sums_both_in_one_call():
-    embedder = _Embedder()
+    embedder = _embedder()
     vector = _sources(embedder).query_vector("What are Kate's hobbies?", VectorStatus(), 1.0)
     assert embedder.calls == [["What are Kate's hobbies?", "What are hobbies?"]]
     assert np.allclose(vector, [2 ** -0.5, 2 ** -0.5])
-    weighted = _sources(_Embedder()).query_vector("What are Kate's hobbies?", VectorStatus(), 0.5)
+    weighted = _sources(_embedder()).query_vector("What are Kate's hobbies?", VectorStatus(), 0.5)
     assert np.allclose(weighted, np.array([1.0, 0.5]) / np.linalg.norm([1.0, 0.5]))
 
 
 def test_off_or_nameless_queries_embed_once():
-    embedder = _Embedder()
+    embedder = _embedder()
     assert _sources(embedder).query_vector("What are Kate's hobbies?", VectorStatus(), 0.0) == [1.0, 0.0]
     assert _sources(embedder).query_vector("what are the hobbies", VectorStatus(), 1.0) == [0.0, 1.0]
     assert embedder.calls == [["What are Kate's hobbies?"], ["what are the hobbies"]]
@@ -60,5 +55,5 @@ def test_off_or_nameless_queries_embed_once():
 def test_the_setting_reaches_the_search_policy():
     from pipeline.query.engine import RecallEngine
 
-    engine = RecallEngine(Settings(recall_query_nameless_weight=0.75), lambda: None, lambda: None, lambda: _Embedder())
+    engine = RecallEngine(Settings(recall_query_nameless_weight=0.75), lambda: None, lambda: None, lambda: _embedder())
     assert engine._policy.nameless_weight == 0.75

@@ -7,6 +7,7 @@ import pytest
 from pipeline.config import Settings
 from pipeline.query.candidates import CandidateSources, VectorStatus
 from pipeline.query.pronouns import in_first_person
+from tests.unit.fake_recall_sources import RecordingEmbedder
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -35,20 +36,9 @@ def test_no_second_form_without_a_name(text):
     assert in_first_person(text) is None
 
 
-class _Embedder:
-    dimensions = 2
-
-    def __init__(self):
-        self.calls = []
-
-    def embed(self, texts):
-        self.calls.append(list(texts))
-        return [[1.0, 0.0] for _ in texts]
-
-
 def test_the_form_picks_the_second_text():
     sources = lambda e: CandidateSources(lambda: None, lambda: None, lambda: e, lambda: 2)
-    pronouns, drop = _Embedder(), _Embedder()
+    pronouns, drop = RecordingEmbedder(), RecordingEmbedder()
     sources(pronouns).query_vector("What are Kate's hobbies?", VectorStatus(), 1.0, "pronouns")
     sources(drop).query_vector("What are Kate's hobbies?", VectorStatus(), 1.0, "drop")
     assert pronouns.calls == [["What are Kate's hobbies?", "What are my hobbies?"]]
@@ -59,7 +49,7 @@ def test_the_setting_reaches_the_search_policy():
     from pipeline.query.engine import RecallEngine
 
     assert Settings().recall_query_nameless_form == "drop"
-    engine = RecallEngine(Settings(recall_query_nameless_form="pronouns"), lambda: None, lambda: None, lambda: _Embedder())
+    engine = RecallEngine(Settings(recall_query_nameless_form="pronouns"), lambda: None, lambda: None, lambda: RecordingEmbedder())
     assert engine._policy.nameless_form == "pronouns"
     with pytest.raises(ValueError):
         Settings(recall_query_nameless_form="shout")
