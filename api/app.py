@@ -36,13 +36,14 @@ from api.waiter import CompletionWaiter
 from api.writes import Enqueuers, WritePath, WriteTuning
 from pipeline.stages import ALL_QUEUES, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings, get_settings
-from pipeline.embedding import provider_dimensions
+from pipeline.embedding import import_provider_libraries, provider_dimensions
 from pipeline.errors import ConfigurationError
 from pipeline.foreground import Foreground, never_wait
 from pipeline.query import RecallEngine
 from pipeline.records import Limits
 from pipeline.services import Services
 from pipeline.stopping import worker_shutdown_ms
+from pipeline.store_wait import wait_for_stores
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,9 @@ async def web_lifespan(
     foreground: Foreground | None = None,
 ):
     """The web process's life: open the stores and start its helpers, serve, stop them in reverse."""
+    if services is None:  # its own stores: they may be loading still (started beside this process)
+        import_provider_libraries(settings)  # meanwhile
+        wait_for_stores(settings)
     svc = services or Services(query_side(settings), give_way=foreground.give_way if foreground else never_wait)
     embedder = svc.embedder  # load the model now, not on the first recall
     svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here

@@ -17,6 +17,7 @@ import redis
 from pipeline.config import Settings, get_settings
 from pipeline.maintenance.schedule import Clock, ScheduledJob, cycle_intervals
 from pipeline.observability.logs import configure_logging
+from pipeline.store_wait import wait_for_stores
 
 log = logging.getLogger("mempipe.clock")
 
@@ -41,6 +42,7 @@ def main() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    wait_for_stores(settings)
     jobs = scheduled_jobs(settings)
     if jobs:
         import pipeline.actors.consolidate  # noqa: F401  (load the actors now, not inside the first claim)

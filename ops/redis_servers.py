@@ -88,13 +88,12 @@ class RedisServer:
                            retry=Retry(NoBackoff(), 0))
 
     def start(self, timeout: float = 20.0, progress: Callable[[str], None] | None = None) -> None:
-        """Start and wait until it answers.
+        """Start and wait until it answers (``spawn``, then ``wait_ready``)."""
+        self.spawn()
+        self.wait_ready(timeout, progress)
 
-        ``timeout`` bounds silence, not the whole start: a server that is loading its data
-        (it answers ``LOADING``, or is busy replaying and its CPU time grows) is waited for
-        as long as it makes progress, with a line to ``progress`` every few seconds. It gives
-        up when the process exits, or answers nothing and progresses not for ``timeout``.
-        """
+    def spawn(self) -> None:
+        """Start the process without waiting for it; refuses a port that something already holds."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if port_open(self.host, self.port):
             raise RuntimeError(
@@ -103,6 +102,15 @@ class RedisServer:
         # Output into its log too: a setting it refuses is reported on stderr, before the logfile opens.
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)
+
+    def wait_ready(self, timeout: float = 20.0, progress: Callable[[str], None] | None = None) -> None:
+        """Wait until the spawned server answers; stop it if it will not.
+
+        ``timeout`` bounds silence, not the whole start: a server that is loading its data
+        (it answers ``LOADING``, or is busy replaying and its CPU time grows) is waited for
+        as long as it makes progress, with a line to ``progress`` every few seconds. It gives
+        up when the process exits, or answers nothing and progresses not for ``timeout``.
+        """
         try:
             wait_until_ready(self, timeout, progress)
         except BaseException:

@@ -70,10 +70,23 @@ class Supervisor:
             "HF_HUB_OFFLINE": "1",
         }
         print(f"mempipe: data in {self.data_dir}")
+        # The stores load their data while the web and the workers import their libraries (the
+        # model's: seconds of CPU); each of those waits for the stores before it uses them
+        # (pipeline.store_wait), so a restart costs the longer of the two, not their sum.
         for server in (self.broker, self.graph):
-            server.start(s.embedded_store_answer_timeout_s, progress=lambda line: print(f"mempipe: {line}", flush=True))
+            server.spawn()
+        self._spawn_pipeline(env)
+        for server in (self.broker, self.graph):
+            server.wait_ready(s.embedded_store_answer_timeout_s, progress=lambda line: print(f"mempipe: {line}", flush=True))
         print(f"mempipe: broker redis on :{self.broker.port}, FalkorDB on :{self.graph.port}")
+        self._spawn("clock", [sys.executable, "-m", "ops.clock"], env)
+        print(f"mempipe: API on http://{s.host}:{s.port}  (Ctrl-C stops everything)")
+        print(f"mempipe: AUTOMEM_API_TOKEN={tokens['AUTOMEM_API_TOKEN']}")
+        print(f"mempipe: ADMIN_API_TOKEN={tokens['ADMIN_API_TOKEN']}  (both kept in {self.data_dir / 'tokens.json'})")
 
+    def _spawn_pipeline(self, env: dict[str, str]) -> None:
+        """The worker, the enricher and the web."""
+        s = self.settings
         worker_queues = [q for q in ALL_QUEUES
                          if q != ENRICH_QUEUE and not (s.uses_qdrant_edge and q in VECTOR_OWNER_QUEUES)]
         python = sys.executable
@@ -92,12 +105,8 @@ class Supervisor:
         self._spawn("enricher", [*dramatiq_args, "--processes", "1",
                                  "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE],
                     {**env, **metrics_env(s, 1)}, nice=min(19, s.embedded_background_nice + s.embedded_enricher_nice))
-        self._spawn("clock", [python, "-m", "ops.clock"], env)
         self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
                             "--port", str(s.port), "--no-access-log"], env)
-        print(f"mempipe: API on http://{s.host}:{s.port}  (Ctrl-C stops everything)")
-        print(f"mempipe: AUTOMEM_API_TOKEN={tokens['AUTOMEM_API_TOKEN']}")
-        print(f"mempipe: ADMIN_API_TOKEN={tokens['ADMIN_API_TOKEN']}  (both kept in {self.data_dir / 'tokens.json'})")
 
     def watch(self) -> int:
         while not self.stopping:

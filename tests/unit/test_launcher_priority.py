@@ -45,7 +45,8 @@ def test_the_worker_is_started_nice_and_the_enricher_nicer_still(monkeypatch, tm
     supervisor = serve.Supervisor(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EMBEDDED_BACKGROUND_NICE=2,
                                            EMBEDDED_ENRICHER_NICE=7))
     for server in (supervisor.broker, supervisor.graph):
-        monkeypatch.setattr(server, "start", lambda *args, **kwargs: None)
+        monkeypatch.setattr(server, "spawn", lambda *args, **kwargs: None)
+        monkeypatch.setattr(server, "wait_ready", lambda *args, **kwargs: None)
     niceness: dict[int, int] = {}
 
     def spawn(args, env, nice=0):

@@ -1,0 +1,97 @@
+"""A starting process waits for a store that is loading, and fails clearly on one that is gone."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+import ops.serve as serve
+from pipeline.config import Settings
+from pipeline.errors import ConfigurationError
+from pipeline.store_wait import Store, graph_url, redacted, wait_for_store
+
+
+class ScriptedStore:
+    """A client whose PINGs answer from a script: an exception to raise, or True."""
+
+    def __init__(self, script, clock):
+        self.script, self.clock, self.pings = list(script), clock, 0
+
+    def ping(self):
+        self.pings += 1
+        answer = self.script.pop(0) if self.script else self.script_end
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    script_end = True
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def _wait(client, clock, silence_s=1.0):
+    wait_for_store(Store("graph", "redis://h:1"), client, silence_s, clock=clock, sleep=clock.sleep)
+
+
+def test_a_store_that_answers_loading_is_waited_for_far_past_the_silence_budget():
+    clock = FakeClock()
+    loading = [redis.BusyLoadingError("LOADING")] * 500  # 50 s of LOADING at one look per 0.1 s
+    client = ScriptedStore([redis.ConnectionError("refused")] * 3 + loading, clock)
+    _wait(client, clock, silence_s=1.0)
+    assert client.pings == 504 and clock.now > 50
+
+
+def test_a_store_that_never_answers_fails_after_the_budget_with_what_to_check():
+    clock = FakeClock()
+    client = ScriptedStore([], clock)
+    client.script_end = redis.ConnectionError("Connection refused")
+    with pytest.raises(ConfigurationError) as failure:
+        _wait(client, clock, silence_s=2.0)
+    assert 2.0 < clock.now < 2.5
+    assert "did not answer within 2s" in failure.value.message and "STORE_START_WAIT_S" in failure.value.message
+
+
+def test_silence_after_loading_counts_from_its_last_answer():
+    clock = FakeClock()
+    client = ScriptedStore([redis.BusyLoadingError("LOADING")] * 30, clock)
+    client.script_end = redis.TimeoutError("timed out")
+    with pytest.raises(ConfigurationError):
+        _wait(client, clock, silence_s=1.0)
+    assert 3.8 < clock.now < 4.5  # LOADING until 2.9 s, then the 1 s budget
+
+
+def test_refused_credentials_fail_at_once():
+    clock = FakeClock()
+    client = ScriptedStore([redis.AuthenticationError("invalid password")], clock)
+    with pytest.raises(ConfigurationError, match="refused this process's credentials"):
+        _wait(client, clock)
+    assert client.pings == 1
+
+
+def test_the_graph_is_reached_as_plain_redis_and_its_password_stays_out_of_messages():
+    assert graph_url(Settings(falkordb_host="g", falkordb_port=7000)) == "redis://g:7000"
+    assert graph_url(Settings(falkordb_host="g", falkordb_port=7000, falkordb_password="p@ss")) == "redis://:p%40ss@g:7000"
+    assert graph_url(Settings(falkordb_url="falkors://u:pw@host:6380")) == "rediss://u:pw@host:6380"
+    assert graph_url(Settings(falkordb_url="redis://host:6380/0")) == "redis://host:6380/0"
+    assert redacted("rediss://u:pw@host:6380") == "rediss://***@host:6380"
+    assert redacted("redis://host:6380") == "redis://host:6380"
+
+
+def test_the_launcher_starts_the_pipeline_while_the_stores_load_and_the_clock_once_they_answer(monkeypatch, tmp_path):
+    supervisor = serve.Supervisor(Settings(MEMPIPE_DATA_DIR=str(tmp_path)))
+    events: list[str] = []
+    for server in (supervisor.broker, supervisor.graph):
+        monkeypatch.setattr(server, "spawn", lambda name=server.name: events.append(f"spawn {name}"))
+        monkeypatch.setattr(server, "wait_ready", lambda *args, name=server.name, **kwargs: events.append(f"ready {name}"))
+    monkeypatch.setattr(supervisor, "_spawn", lambda name, *args, **kwargs: events.append(name))
+    supervisor.start()
+    assert events == ["spawn broker", "spawn graph", "worker", "enricher", "web", "ready broker", "ready graph", "clock"]
