@@ -59,6 +59,7 @@ from pipeline.config import Settings
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 500
 BACKGROUND_QUEUES = ("enrich", "similarity")
+SLOWEST_KEPT = 10  # per phase and kind, with their send times, to set beside the stores' and the web's logs
 QUIET_START = re.compile(r"\bERROR\b|Traceback \(most recent call last\)")
 
 
@@ -73,6 +74,7 @@ class Prober(threading.Thread):
         self.phase = "start"
         self.paused = threading.Event()  # set: no probes (a phase measured with nothing else asking)
         self.samples: list[tuple[str, str, float, int]] = []  # (phase, kind, seconds, status; 0 = no answer)
+        self.sent_at: list[float] = []  # wall-clock time each sample was sent: outliers against the stores' logs
         self._stop_event = threading.Event()
 
     def run(self) -> None:
@@ -91,12 +93,13 @@ class Prober(threading.Thread):
                 self._stop_event.wait(max(0.0, self.recall_every - (time.monotonic() - now)))
 
     def _probe(self, api: httpx.Client, kind: str, path: str, params: dict) -> None:
-        phase, sent = self.phase, time.monotonic()
+        phase, sent, sent_wall = self.phase, time.monotonic(), time.time()
         try:
             status = api.get(path, params=params).status_code
         except httpx.HTTPError:
             status = 0
         self.samples.append((phase, kind, time.monotonic() - sent, status))
+        self.sent_at.append(sent_wall)
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -108,8 +111,15 @@ class Prober(threading.Thread):
             for kind in ("recall", "health"):
                 rows = [(s, status) for p, k, s, status in self.samples if p == phase and k == kind]
                 if rows:
-                    out.setdefault(phase, {})[kind] = latency_summary(rows, ok=(200,))
+                    out.setdefault(phase, {})[kind] = {**latency_summary(rows, ok=(200,)),
+                                                       "slowest": self.slowest(phase, kind)}
         return out
+
+    def slowest(self, phase: str, kind: str, count: int = SLOWEST_KEPT) -> list[dict]:
+        """The ``count`` slowest samples of a phase, each with when it was sent (UTC, ms)."""
+        rows = [(s, at) for (p, k, s, _), at in zip(self.samples, self.sent_at) if p == phase and k == kind]
+        return [{"ms": round(s * 1000, 1), "sent": datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="milliseconds")}
+                for s, at in sorted(rows, reverse=True)[:count]]
 
 
 def latency_summary(rows: list[tuple[float, int]], ok: tuple[int, ...]) -> dict:

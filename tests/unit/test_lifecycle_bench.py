@@ -95,3 +95,16 @@ def test_growth_waits_for_the_index_build_of_this_size_only(monkeypatch):
     monkeypatch.setattr(lifecycle.time, "sleep", lambda s: None)
     built = lifecycle.wait_for_index_build(None, timeout=60, before=(1, [30.0], 0))
     assert built["started"] == 1 and built["seconds"] == [95.5] and built["failed"] == 0
+
+
+def test_the_prober_keeps_each_phases_slowest_samples_with_when_they_were_sent():
+    prober = lifecycle.Prober(service=None, queries=["q"])
+    for phase, seconds, at in [("import", 0.02, 1_800_000_000.0), ("import", 0.7, 1_800_000_001.5),
+                               ("import", 0.1, 1_800_000_002.0), ("idle", 0.3, 1_800_000_003.0)]:
+        prober.samples.append((phase, "recall", seconds, 200))
+        prober.sent_at.append(at)
+    summary = prober.summary()
+    assert [row["ms"] for row in summary["import"]["recall"]["slowest"]] == [700.0, 100.0, 20.0]
+    assert summary["import"]["recall"]["slowest"][0]["sent"] == "2027-01-15T08:00:01.500+00:00"
+    assert summary["idle"]["recall"]["max_ms"] == 300.0 and len(summary["idle"]["recall"]["slowest"]) == 1
+    assert lifecycle.Prober(None, ["q"]).slowest("import", "recall", count=3) == []
