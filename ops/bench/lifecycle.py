@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -317,7 +318,10 @@ def run_use(args: argparse.Namespace) -> dict:
     finally:
         if prober:
             prober.stop()
-        service.stop()
+        service.stop(remove=args.keep is None)
+        if args.keep is not None:
+            shutil.move(service.data_dir, args.keep)
+            print(f"the stopped store is in {args.keep}", flush=True)
     return report
 
 
@@ -494,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds allowed for each wait")
     parser.add_argument("--start-timeout", type=float, default=600)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep", type=Path, help="the use mode: move the stopped store here (to profile recall on it)")
     args = parser.parse_args(argv)
     out = args.out or RESULTS / ("bench_lifecycle_growth.json" if args.growth else "bench_lifecycle.json")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
