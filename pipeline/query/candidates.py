@@ -41,7 +41,7 @@ class Candidate:
     relations: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # match-type specific result fields
     # admitted only by the wider keyword channel (a full-text slot past the first per result, or the
-    # topic search): RECALL_KEYWORD_EXTRA_GIVES / _TAKES decide which neighbour shares it takes part in
+    # topic search): RECALL_KEYWORD_EXTRA_GIVES decides which neighbour shares it passes on
     widened: bool = False
 
     @property

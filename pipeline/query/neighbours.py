@@ -134,41 +134,28 @@ def same_speaker(rows: list[Scored], pairs: list[tuple[str, str]]) -> list[tuple
     return kept
 
 
-@dataclass(frozen=True)
-class Muted:
-    """Pool members left out of one share, by direction: ``gives`` pass it to no partner, ``takes``
-    receive it from none, ``forward`` pass it to the earlier turn of a pair only when that turn is
-    not in ``refused`` (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES`` / ``_GIVES_BACK``)."""
-
-    gives: frozenset[str] = frozenset()
-    takes: frozenset[str] = frozenset()
-    forward: frozenset[str] = frozenset()
-    refused: frozenset[str] = frozenset()
-
-
-def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]], muted: Muted) -> dict[str, float]:
+def _best_partner(base: dict[str, float], pairs: list[tuple[str, str]], silent: frozenset[str]) -> dict[str, float]:
     best: dict[str, float] = {}
     for later, earlier in pairs:
         if later in base and earlier in base:
-            if earlier not in muted.gives and later not in muted.takes:
+            if earlier not in silent:
                 best[later] = max(best.get(later, 0.0), base[earlier])
-            back = later not in muted.forward or earlier not in muted.refused
-            if later not in muted.gives and back and earlier not in muted.takes:
+            if later not in silent:
                 best[earlier] = max(best.get(earlier, 0.0), base[later])
     return best
 
 
 def apply_neighbour_bonus(rows: list[Scored], pairs: list[tuple[str, str]], weight: float,
                           far_pairs: list[tuple[str, str]] = (), far_weight: float = 0.0,
-                          muted: Muted = Muted(), far_muted: Muted = Muted()) -> None:
+                          silent: frozenset[str] = frozenset(), far_silent: frozenset[str] = frozenset()) -> None:
     """Add ``weight`` × the best adjacent candidate's score and ``far_weight`` × the best one two
-    steps away to each row (component ``neighbour``); ``muted`` and ``far_muted`` leave members out
-    of the adjacent and the two-apart share."""
+    steps away to each row (component ``neighbour``); members in ``silent`` and ``far_silent`` pass
+    no adjacent and no two-apart share (they still receive theirs)."""
     if (weight <= 0 or not pairs) and (far_weight <= 0 or not far_pairs):
         return
     base = {row.id: row.score for row in rows}
-    near = _best_partner(base, pairs, muted) if weight > 0 else {}
-    far = _best_partner(base, list(far_pairs), far_muted) if far_weight > 0 else {}
+    near = _best_partner(base, pairs, silent) if weight > 0 else {}
+    far = _best_partner(base, list(far_pairs), far_silent) if far_weight > 0 else {}
     for row in rows:
         bonus = weight * max(0.0, near.get(row.id, 0.0)) + far_weight * max(0.0, far.get(row.id, 0.0))
         if bonus:

@@ -20,7 +20,7 @@ from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import Muted, apply_neighbour_bonus, chained_pairs, same_speaker
+from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs, same_speaker
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -29,7 +29,6 @@ from pipeline.query.topics import topic_keywords
 from pipeline.query.when import asks_when, in_periods, named_periods, states_time
 
 log = logging.getLogger(__name__)
-_ASKS = 0.5  # RECALL_KEYWORD_EXTRA_GIVES_BACK=statements: a turn at least this share questions asks
 
 
 @dataclass(frozen=True)
@@ -50,9 +49,7 @@ class SearchPolicy:
     keyword_per_result: int
     keyword_topic_per_result: int  # a second text search without the query's names (query/topics.py)
     far_same_speaker: bool  # the two-apart neighbour share only between one speaker's turns (query/neighbours.py)
-    keyword_extra_gives: str  # the neighbour shares the wider keyword channel's own candidates pass on ...
-    keyword_extra_takes: str  # ... and receive (both, adjacent, far, none)
-    keyword_extra_gives_back: str  # ... and to which turns before them they give (all, statements, none)
+    keyword_extra_gives: str  # the neighbour shares the wider keyword channel's own candidates pass on (both, adjacent, far, none)
     keyword_source: str
     nameless_weight: float  # the query also embedded without its names (query/names.py)
     nameless_form: str  # ... its names left out ("drop") or as pronouns ("pronouns", query/pronouns.py)
@@ -77,8 +74,6 @@ class SearchPolicy:
             keyword_topic_per_result=settings.recall_keyword_topic_per_result,
             far_same_speaker=settings.recall_neighbour_far_same_speaker,
             keyword_extra_gives=settings.recall_keyword_extra_gives,
-            keyword_extra_takes=settings.recall_keyword_extra_takes,
-            keyword_extra_gives_back=settings.recall_keyword_extra_gives_back,
             keyword_source=settings.recall_keyword_source,
             nameless_weight=settings.recall_query_nameless_weight,
             nameless_form=settings.recall_query_nameless_form,
@@ -367,31 +362,20 @@ class QuerySearch:
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
         if chained is not None:
             two_apart = same_speaker(rows, chained.two_apart) if self._policy.far_same_speaker else chained.two_apart
-            apply_neighbour_bonus(rows, chained.adjacent, near, two_apart, far, *self._muted(rows))
+            apply_neighbour_bonus(rows, chained.adjacent, near, two_apart, far, *self._silent(rows))
         order_rows(rows, sort)
         return rows, fetched
 
 
-    def _muted(self, rows: list[Scored]) -> tuple[Muted, Muted]:
-        """Who sits out the adjacent and the two-apart share: the wider keyword channel's own
+    def _silent(self, rows: list[Scored]) -> tuple[frozenset[str], frozenset[str]]:
+        """Who passes no adjacent and who no two-apart share: the wider keyword channel's own
         candidates match the query's words, not necessarily its meaning, so a turn that only shares a
-        word can lift the turn beside it, or rise on it (``RECALL_KEYWORD_EXTRA_GIVES`` / ``_TAKES``)."""
-        gives, takes = self._policy.keyword_extra_gives, self._policy.keyword_extra_takes
-        back = self._policy.keyword_extra_gives_back
-        if gives == takes == "both" and back == "all":
-            return Muted(), Muted()
+        word should not lift the turn beside it (``RECALL_KEYWORD_EXTRA_GIVES``)."""
+        gives = self._policy.keyword_extra_gives
+        if gives == "both":
+            return frozenset(), frozenset()
         widened = frozenset(row.id for row in rows if row.candidate.widened)
-        none: frozenset[str] = frozenset()
-        refused = none
-        if back == "none":
-            refused = frozenset(row.id for row in rows)
-        elif back == "statements":  # a turn that mostly asks is not what its reply's words answer
-            refused = frozenset(row.id for row in rows
-                                if question_share(row.candidate.memory.get("content")) >= _ASKS)
-        return tuple(  # type: ignore[return-value]
-            Muted(gives=none if gives in ("both", share) else widened, takes=none if takes in ("both", share) else widened,
-                  forward=widened if back != "all" else none, refused=refused)
-            for share in ("adjacent", "far"))
+        return tuple(frozenset() if gives == share else widened for share in ("adjacent", "far"))  # type: ignore[return-value]
 
 
 def _timestamp_epoch(memory: dict[str, Any]) -> float | None:

@@ -1,4 +1,4 @@
-"""The wider keyword channel's own candidates and the neighbour shares (RECALL_KEYWORD_EXTRA_GIVES / _TAKES)."""
+"""The wider keyword channel's own candidates and the neighbour shares (RECALL_KEYWORD_EXTRA_GIVES)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pipeline.config import Settings
 from pipeline.graph import Scope
 from pipeline.query.candidates import Candidate
 from pipeline.query.context import ContextProfile
-from pipeline.query.neighbours import Muted, apply_neighbour_bonus
+from pipeline.query.neighbours import apply_neighbour_bonus
 from pipeline.query.response import Scored
 from pipeline.query.request import ContextHints, RecallRequest
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy, _admit_metadata_matches
@@ -21,16 +21,15 @@ def _row(memory_id: str, score: float) -> Scored:
     return Scored(Candidate({"id": memory_id, "content": ""}, "vector", "qdrant"), {}, score)
 
 
-def test_muted_members_give_or_take_nothing_of_that_share():
-    def bonuses(muted: Muted, far_muted: Muted = Muted()) -> dict[str, float]:
+def test_silent_members_pass_none_of_that_share_and_still_take_it():
+    def bonuses(silent: frozenset = frozenset(), far_silent: frozenset = frozenset()) -> dict[str, float]:
         rows = [_row("a", 1.0), _row("b", 0.5), _row("c", 0.2)]
-        apply_neighbour_bonus(rows, [("b", "a"), ("c", "b")], 0.1, [("c", "a")], 0.1, muted, far_muted)
+        apply_neighbour_bonus(rows, [("b", "a"), ("c", "b")], 0.1, [("c", "a")], 0.1, silent, far_silent)
         return {r.id: round(r.components.get("neighbour", 0.0), 6) for r in rows}
 
-    assert bonuses(Muted()) == {"a": 0.07, "b": 0.1, "c": 0.15}
-    assert bonuses(Muted(gives=frozenset({"a"}))) == {"a": 0.07, "b": 0.02, "c": 0.15}  # a still takes from b
-    assert bonuses(Muted(takes=frozenset({"a"}))) == {"a": 0.02, "b": 0.1, "c": 0.15}  # ... and gives to b
-    assert bonuses(Muted(), Muted(gives=frozenset({"a"}), takes=frozenset({"a"}))) == {"a": 0.05, "b": 0.1, "c": 0.05}
+    assert bonuses() == {"a": 0.07, "b": 0.1, "c": 0.15}
+    assert bonuses(frozenset({"a"})) == {"a": 0.07, "b": 0.02, "c": 0.15}  # a still takes from b
+    assert bonuses(far_silent=frozenset({"a"})) == {"a": 0.07, "b": 0.1, "c": 0.05}  # c loses a's two-apart share
 
 
 def _memory(memory_id: str, content: str) -> dict:
@@ -52,11 +51,9 @@ class _Graph:
         return [row for row in CHAINS if row[0] in ids and row[1] in ids]
 
 
-def _rows(gives: str, takes: str = "both", per_result: int = 2, topic: int = 1, back: str = "all") -> dict:
+def _rows(gives: str, per_result: int = 2, topic: int = 1) -> dict:
     settings = Settings(recall_keyword_per_result=per_result, recall_keyword_topic_per_result=topic,
-                        recall_keyword_extra_gives=gives, recall_keyword_extra_takes=takes,
-                        recall_keyword_extra_gives_back=back,
-                        recall_metadata_search_enabled=False,
+                        recall_keyword_extra_gives=gives, recall_metadata_search_enabled=False,
                         search_weight_neighbour=0.1, search_weight_neighbour_far=0.1)
     ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
                         datetime.now(timezone.utc), current_only=False)
@@ -72,8 +69,7 @@ def _shared(rows: dict) -> set[str]:
 
 
 def test_off_by_default():
-    settings = Settings()
-    assert settings.recall_keyword_extra_gives == settings.recall_keyword_extra_takes == "both"
+    assert Settings().recall_keyword_extra_gives == "both"
 
 
 def test_only_what_the_wider_channel_alone_admits_is_marked():
@@ -86,23 +82,31 @@ def test_both_lets_every_pool_member_give_and_get():
     assert _shared(_rows("both")) == {"near0", "near1", "near2", "near3", "second", "topic", "first"}
 
 
-def test_adjacent_keeps_the_wider_channels_candidates_out_of_the_two_apart_share():
-    rows = _rows("adjacent", "adjacent")
-    # second–near0 (two apart) is gone both ways; topic–near1 and near3–second (adjacent) stay,
-    # and first (the first slot) still shares with near2 two apart
+def test_none_keeps_them_from_passing_any_share():
+    rows = _rows("none")
+    # near0, near1 and near3 (each beside or two from second or topic) get nothing; the extras
+    # still take theirs, and first (the first slot) still shares with near2
+    assert _shared(rows) == {"near2", "second", "topic", "first"}
+    assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
+
+
+def test_adjacent_keeps_them_from_passing_the_two_apart_share():
+    rows = _rows("adjacent")
+    # second's two-apart share to near0 is gone; its adjacent one to near3 and what it takes stay
     assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
-    both = _rows("both")
-    assert rows["second"].components["neighbour"] < both["second"].components["neighbour"]
+    assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
 
 
-def test_none_keeps_them_out_of_every_share():
-    assert _shared(_rows("none", "none")) == {"near2", "first"}
+def test_far_keeps_them_from_passing_the_adjacent_share():
+    rows = _rows("far")
+    # topic's adjacent share to near1 and second's to near3 are gone; second's two-apart one to near0 stays
+    assert _shared(rows) == {"near0", "near2", "second", "topic", "first"}
 
 
-@pytest.mark.parametrize("gives, takes", [("adjacent", "adjacent"), ("none", "none"), ("none", "both"), ("far", "none")])
-def test_without_the_wider_channel_nothing_changes(gives, takes):
+@pytest.mark.parametrize("gives", ["adjacent", "far", "none"])
+def test_without_the_wider_channel_nothing_changes(gives):
     plain = _rows("both", per_result=1, topic=0)
-    scores = {i: r.score for i, r in _rows(gives, takes, per_result=1, topic=0).items()}
+    scores = {i: r.score for i, r in _rows(gives, per_result=1, topic=0).items()}
     assert scores == {i: r.score for i, r in plain.items()}
 
 
@@ -110,49 +114,3 @@ def test_a_metadata_match_is_no_longer_the_wider_channels_own():
     pool = [Candidate(SECOND, "keyword", "qdrant", widened=True)]
     _admit_metadata_matches(pool, [Candidate(SECOND, "metadata", "graph", metadata=0.8)])
     assert len(pool) == 1 and not pool[0].widened and pool[0].metadata == 0.8
-
-
-def test_give_lets_them_pass_their_shares_and_take_none():
-    rows = _rows("both", "none")
-    assert _shared(rows) == {"near0", "near1", "near2", "near3", "first"}
-    assert rows["near0"].components["neighbour"] == _rows("both")["near0"].components["neighbour"]
-
-
-def test_take_lets_them_rise_on_their_neighbours_and_pass_nothing():
-    rows = _rows("none", "both")
-    assert _shared(rows) == {"second", "topic", "first", "near2"}
-    assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
-
-
-def test_gives_adjacent_passes_no_two_apart_share_and_takes_both():
-    rows = _rows("adjacent")
-    # second's two-apart share to near0 is gone; its adjacent one to near3 and what it takes stay
-    assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
-    assert rows["second"].components["neighbour"] == _rows("both")["second"].components["neighbour"]
-
-
-@pytest.mark.parametrize("refused, a", [({"a"}, 0.02), ({"c"}, 0.07), (set(), 0.07)])
-def test_forward_members_give_back_only_to_turns_not_refused(refused, a):
-    rows = [_row("a", 1.0), _row("b", 0.5), _row("c", 0.2)]
-    muted = Muted(forward=frozenset({"b"}), refused=frozenset(refused))
-    apply_neighbour_bonus(rows, [("b", "a"), ("c", "b")], 0.1, [("c", "a")], 0.1, muted, muted)
-    # b gives c (after it) its share either way, a (before it) only when a is not refused
-    assert {r.id: round(r.components.get("neighbour", 0.0), 6) for r in rows} == {"a": a, "b": 0.1, "c": 0.15}
-
-
-def test_gives_forward_in_the_search():
-    assert Settings().recall_keyword_extra_gives_back == "all"
-    rows = _rows("both", back="none")
-    # near0 and near1 come before the wider channel's second and topic: no share from them;
-    # near3 comes after second and keeps its share, and the extras still take theirs
-    assert _shared(rows) == {"near2", "near3", "second", "topic", "first"}
-
-
-def test_gives_back_to_statements_only():
-    # near0 now asks: second (after it) passes it nothing; near1 still states and keeps topic's share
-    NEAR[0]["content"] = "what a day, did you go?"
-    try:
-        rows = _rows("both", back="statements")
-    finally:
-        NEAR[0]["content"] = "what a day 0"
-    assert _shared(rows) == {"near1", "near2", "near3", "second", "topic", "first"}
