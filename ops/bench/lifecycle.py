@@ -140,13 +140,16 @@ def health(service: EmbeddedService) -> dict:
     return httpx.get(f"{service.url}/health", timeout=30).json()
 
 
-def wait_for(service: EmbeddedService, done, timeout: float, what: str) -> float:
-    """Seconds until ``done(health)`` holds; raises after ``timeout``."""
+def wait_for(service: EmbeddedService, done, timeout: float, what: str, watch=None) -> float:
+    """Seconds until ``done(health)`` holds; raises after ``timeout``. ``watch(health, seconds)``
+    sees every answer on the way."""
     started = time.monotonic()
     last: dict = {}
     while time.monotonic() - started < timeout:
         try:
             last = health(service)
+            if watch is not None:
+                watch(last, time.monotonic() - started)
             if done(last):
                 return round(time.monotonic() - started, 1)
         except (httpx.HTTPError, ValueError):
@@ -158,6 +161,32 @@ def wait_for(service: EmbeddedService, done, timeout: float, what: str) -> float
 def write_path_done(count: int):
     return lambda h: (h.get("vector_count") or 0) >= count and not any(
         n for q, n in (h.get("queues") or {}).items() if q not in BACKGROUND_QUEUES)
+
+
+class QueueDrain:
+    """When each queue emptied for good, and its depth every ``every_s``: which stage the
+    catch-up after the last write waited for."""
+
+    def __init__(self, offset_s: float = 0.0, every_s: float = 30.0):
+        self.offset_s, self.every_s = offset_s, every_s  # offset: the watch starts this long after the last write
+        self.last_busy: dict[str, float | None] = {}
+        self.timeline: list[dict] = []
+
+    def __call__(self, h: dict, seconds: float) -> None:
+        at = round(self.offset_s + seconds, 1)
+        queues = h.get("queues") or {}
+        for queue, depth in queues.items():
+            if depth:
+                self.last_busy[queue] = at
+            else:
+                self.last_busy.setdefault(queue, None)
+        if not self.timeline or at - self.timeline[-1]["s"] >= self.every_s:
+            self.timeline.append({"s": at, **{q: n for q, n in queues.items() if n}})
+
+    def report(self) -> dict:
+        """Per queue, seconds after the last write when it was last seen holding messages (None:
+        never), and the sampled depths."""
+        return {"last_busy_s": self.last_busy, "timeline": self.timeline}
 
 
 def background_done(h: dict) -> bool:
@@ -307,8 +336,10 @@ def run_use(args: argparse.Namespace) -> dict:
             phases[phase].update(end_to_end_s=round(answered - started + recallable, 1),
                                  rate=round(stored / (answered - started + recallable), 1))
         prober.phase = "background"
+        drain = QueueDrain(offset_s=recallable)
         phases["background_after_last_write_s"] = round(
-            recallable + wait_for(service, background_done, args.timeout, "background done"), 1)
+            recallable + wait_for(service, background_done, args.timeout, "background done", watch=drain), 1)
+        phases["background_queues"] = drain.report()
         prober.phase = "idle"
         time.sleep(5)
         prober.stop()
@@ -476,7 +507,10 @@ def render(report: dict) -> str:
                      f"{recall.get('max_ms')} | {healthz.get('max_ms')} | "
                      f"{recall.get('errors', 0) + healthz.get('errors', 0)} |")
     background = report["phases"]["background_after_last_write_s"]
-    lines += ["", (f"enrichment and SIMILAR_TO done {background} s after the last write; "
+    busy = (report["phases"].get("background_queues") or {}).get("last_busy_s") or {}
+    drained = ", ".join(f"{q} {s} s" for q, s in sorted(busy.items(), key=lambda kv: kv[1] or 0) if s is not None)
+    lines += ["", (f"enrichment and SIMILAR_TO done {background} s after the last write"
+                   f"{f' (queues last seen busy: {drained})' if drained else ''}; "
                    f"first start {report['first_start_s']} s, log errors: {len(report['start_log_errors'])}"), "",
               "| stop | stop s | orphans | restart s | memories before → after | log errors |", "|---|---|---|---|---|---|"]
     for r in report["restarts"]:

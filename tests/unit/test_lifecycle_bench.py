@@ -108,3 +108,17 @@ def test_the_prober_keeps_each_phases_slowest_samples_with_when_they_were_sent()
     assert summary["import"]["recall"]["slowest"][0]["sent"] == "2027-01-15T08:00:01.500+00:00"
     assert summary["idle"]["recall"]["max_ms"] == 300.0 and len(summary["idle"]["recall"]["slowest"]) == 1
     assert lifecycle.Prober(None, ["q"]).slowest("import", "recall", count=3) == []
+
+
+def test_queue_drain_says_when_each_queue_last_held_messages():
+    drain = lifecycle.QueueDrain(offset_s=2.0, every_s=5.0)
+    for seconds, queues in [(0.0, {"enrich": 5, "similarity": 9}), (4.0, {"enrich": 0, "similarity": 3}),
+                            (12.5, {"enrich": 1, "similarity": 1}), (20.0, {"enrich": 0, "similarity": 0})]:
+        drain({"queues": queues}, seconds)
+    report = drain.report()
+    assert report["last_busy_s"] == {"enrich": 14.5, "similarity": 14.5}
+    assert report["timeline"] == [{"s": 2.0, "enrich": 5, "similarity": 9}, {"s": 14.5, "enrich": 1, "similarity": 1},
+                                  {"s": 22.0}]
+    quiet = lifecycle.QueueDrain()
+    quiet({"queues": {"enrich": 0}}, 1.0)
+    assert quiet.report()["last_busy_s"] == {"enrich": None}
