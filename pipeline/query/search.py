@@ -375,7 +375,7 @@ class QuerySearch:
         if gives == "both":
             return frozenset(), frozenset()
         widened = frozenset(row.id for row in rows if row.candidate.widened)
-        return tuple(frozenset() if gives == share else widened for share in ("adjacent", "far"))  # type: ignore[return-value]
+        return (frozenset() if gives == "adjacent" else widened), (frozenset() if gives == "far" else widened)
 
 
 def _timestamp_epoch(memory: dict[str, Any]) -> float | None:
