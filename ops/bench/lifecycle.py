@@ -27,7 +27,9 @@ dir with nothing set but ports and tokens, and then:
 The model's own rate is measured in a child process (``ops.bench.real``) on each phase's own
 texts (the imported contents; the singles' turns), so each of the pipeline's rates comes with
 its ratio; the import's also against the model given the same length-sorted grouping the
-persist stage uses (``pipeline.embed_batches``). ``--growth`` uses the hash provider (the model
+persist stage uses (``pipeline.embed_batches``), and each against the model called from a
+worker's threads taking turns (what the pipeline can run: ``model_alone.model_run_apart``).
+``--growth`` uses the hash provider (the model
 would take days at 1M): each size is reached through ``POST /memory/batch``, then recall
 p50/p95 (plain and tag-scoped), the web's RSS, a restart and one run of every consolidation
 cycle are measured. Prints a table and writes ``ops/bench/results/bench_lifecycle.json``.
@@ -53,7 +55,7 @@ import httpx
 
 from ops.bench import locomo
 from ops.bench.embedded import EmbeddedService, alive, descendants, index_builds, rss_mb
-from ops.bench.real import DATA, conversation_turns, raw_model_rate, slack_texts
+from ops.bench.real import DATA, as_worker_calls, conversation_turns, raw_model_rate, slack_texts
 from ops.bench.restart import kill_all
 from pipeline.config import Settings
 
@@ -490,8 +492,9 @@ def render(report: dict) -> str:
                          f"| {r['restart']['restart_s']} | {cycles} |")
         return "\n".join(lines)
     phases = report["phases"]
-    lines = ["| phase | memories | /s | model alone /s (in order / length-sorted) | ÷ model | recall p99 / max ms "
-             "| /health max ms | probe errors |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| phase | memories | /s | model alone /s (in order / length-sorted) | ÷ model "
+             "| model as a worker calls it /s (÷) | recall p99 / max ms | /health max ms | probe errors |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name in ("import", "singles", "singles_probed"):
         row = phases.get(name)
         if row is None:
@@ -503,7 +506,7 @@ def render(report: dict) -> str:
         rates = [model["rate"]] + ([model["length_sorted"]["rate"]] if "length_sorted" in model else [])
         ratios = " / ".join(f"{row['rate'] / rate:.0%}" for rate in rates)
         lines.append(f"| {name} | {count:,} | {row['rate']} | {' / '.join(map(str, rates))} | "
-                     f"{ratios} | {recall.get('p99_ms')} / "
+                     f"{ratios} | {as_worker_calls(row['rate'], model)} | {recall.get('p99_ms')} / "
                      f"{recall.get('max_ms')} | {healthz.get('max_ms')} | "
                      f"{recall.get('errors', 0) + healthz.get('errors', 0)} |")
     background = report["phases"]["background_after_last_write_s"]

@@ -63,6 +63,20 @@ def test_suite_reads_the_singles_measured_alone_and_under_recall_side_by_side():
     assert lifecycle.render({**data, "first_start_s": 5.0}).count("| singles") == 2
 
 
+def test_the_model_called_as_a_worker_calls_it_is_a_ratio_beside_the_issues_own():
+    model = {"rate": 40.0, "length_sorted": {"rate": 72.0}, "as_worker_calls": {"rate": 30.0}}
+    data = {**USE, "raw_model": {**USE["raw_model"], "import": model}}
+    rows = {r["phase"]: r for r in figures.lifecycle(data)["rows"]}
+    assert rows["import"]["over_model"] == 0.9 and rows["import"]["over_model_worker"] == 1.2
+    assert rows["singles"]["model_worker_rate"] is None and rows["singles"]["over_model_worker"] is None
+    table = "\n".join(render.lifecycle(figures.lifecycle(data), {}))
+    assert "| Slack import | 1,200 | 36.0 | 40.0 | 0.90× | 0.50× | 1.20× |" in table
+    assert "| singles, nothing else asking | 300 | 30.0 | 20.0 | 1.50× | – | – |" in table
+    own = lifecycle.render({**data, "first_start_s": 5.0})
+    assert "| import | 1,200 | 36.0 | 40.0 / 72.0 | 90% / 50% | 30.0 (120%) |" in own
+    assert "| singles | 300 | 30.0 | 20.0 | 150% | – |" in own
+
+
 def test_suite_reads_growth_rows_side_by_side():
     data = {"provider": "hash", "rows": [
         {"memories": 10000, "recall_plain": {"p50_ms": 8.0, "p95_ms": 12.0}, "recall_tagged": {"p50_ms": 7.0, "p95_ms": 10.0},

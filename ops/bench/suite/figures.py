@@ -150,11 +150,13 @@ def lifecycle(data: dict) -> dict:
         phase = phases.get(name) or {}
         model = models.get(name) or models  # older files: one rate for both phases
         sorted_rate = (model.get("length_sorted") or {}).get("rate")
+        worker_rate = (model.get("as_worker_calls") or {}).get("rate")  # older files: not measured
         recall, health = (probes.get(name) or {}).get("recall") or {}, (probes.get(name) or {}).get("health") or {}
         count = phase.get("writes") if name != "import" else (phase.get("imported") or 0) + (phase.get("topped_up") or 0)
         rows.append({"phase": name, "memories": count, "rate": phase.get("rate"), "model_rate": model.get("rate"),
                      "over_model": _ratio(phase.get("rate"), model.get("rate")),
                      "model_sorted_rate": sorted_rate, "over_model_sorted": _ratio(phase.get("rate"), sorted_rate),
+                     "model_worker_rate": worker_rate, "over_model_worker": _ratio(phase.get("rate"), worker_rate),
                      "recall_p99_ms": recall.get("p99_ms"), "recall_max_ms": recall.get("max_ms"),
                      "health_max_ms": health.get("max_ms"),
                      "probe_errors": (recall.get("errors") or 0) + (health.get("errors") or 0)})
