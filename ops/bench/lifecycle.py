@@ -29,10 +29,10 @@ texts (the imported contents; the singles' turns), so each of the pipeline's rat
 its ratio; the import's also against the model given the same length-sorted grouping the
 persist stage uses (``pipeline.embed_batches``), and each against the model called from a
 worker's threads taking turns (what the pipeline can run: ``model_alone.model_run_apart``).
-``--growth`` uses the hash provider (the model
-would take days at 1M): each size is reached through ``POST /memory/batch``, then recall
-p50/p95 (plain and tag-scoped), the web's RSS, a restart and one run of every consolidation
-cycle are measured. Prints a table and writes ``ops/bench/results/bench_lifecycle.json``.
+``--growth`` uses the hash provider (the model would take days at 1M): each size is reached
+through ``POST /memory/batch``, then recall p50/p95 (plain and tag-scoped), the web's RSS, a
+restart and one run of every consolidation cycle are measured. Prints a table and writes
+``ops/bench/results/bench_lifecycle.json``.
 """
 
 from __future__ import annotations
