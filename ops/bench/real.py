@@ -41,7 +41,7 @@ import redis
 
 from ops.bench import locomo
 from ops.bench.ingest import CpuMeter, _importer_with_rss, _wait_recallable
-from ops.bench.model_alone import model_run_apart
+from ops.bench.model_alone import model_run_apart, model_run_in_processes
 from pipeline.config import Settings
 from ops.bench.stack import AUTH, Servers, Stack, discard_data
 
@@ -95,28 +95,37 @@ def conversation_turns(limit: int) -> list[dict]:
 
 
 def raw_model_rate(texts: list[str], settings: Settings, sorted_within: int = 0) -> dict:
-    """The model alone, in a child process (torch never loads into this one): with one torch
-    thread, the workers' count and every usable core; the fastest is the model's rate, the
+    """The model alone, in child processes (torch never loads into this one): one process with
+    one torch thread, with the workers' count and with every usable core, and as many
+    one-thread processes side by side as there are cores; the fastest is the model's rate, the
     budget the pipeline is held to. Texts go in calls of the workers' batch size, in order.
 
-    With ``sorted_within`` (an import's batch size) the fastest thread count runs once more
+    With ``sorted_within`` (an import's batch size) the fastest arrangement runs once more
     on the texts sorted by length within each run of that many, as the persist stage cuts its
     embed messages (``pipeline.embed_batches``): the model's own rate with the pipeline's
     grouping, beside the in-order rate the issue names. The pipeline's gain from grouping is
     the gap between the two; its own overhead is the gap to the sorted one.
 
-    ``as_worker_calls`` is the fastest thread count once more with the calls made by a worker
+    ``as_worker_calls`` is the fastest arrangement once more with the calls made by a worker
     process's threads taking turns (``WORKER_THREADS``): the model as the pipeline can run it.
     It is not the budget — the ratios the issue names are to the model at its best — but the
     gap to it is what the pipeline itself costs, apart from how OpenMP waits."""
+    cores = len(os.sched_getaffinity(0))
     runs = [model_run_apart(texts, settings, threads)
-            for threads in sorted({settings.resolved_embed_torch_threads, 1, len(os.sched_getaffinity(0))})]
+            for threads in sorted({settings.resolved_embed_torch_threads, 1, cores})]
+    if cores > 1:
+        runs.append(model_run_in_processes(texts, settings, cores))
     best = max(runs, key=lambda run: run["rate"])
-    result = {**best, "runs": runs,
-              "as_worker_calls": model_run_apart(texts, settings, best["torch_threads"], settings.worker_threads)}
+
+    def again(some_texts: list[str], caller_threads: int = 0) -> dict:
+        if best.get("processes", 1) > 1:
+            return model_run_in_processes(some_texts, settings, best["processes"], caller_threads)
+        return model_run_apart(some_texts, settings, best["torch_threads"], caller_threads)
+
+    result = {**best, "runs": runs, "as_worker_calls": again(texts, settings.worker_threads)}
     if sorted_within:
         grouped = [t for start in range(0, len(texts), sorted_within) for t in sorted(texts[start:start + sorted_within], key=len)]
-        result["length_sorted"] = model_run_apart(grouped, settings, best["torch_threads"])
+        result["length_sorted"] = again(grouped)
     return result
 
 
