@@ -94,9 +94,11 @@ class Supervisor:
         # web, which answers recalls, gets the CPU first; the write path takes what is left.
         dramatiq_args = [python, "-m", "dramatiq", "pipeline.actors", "--worker-shutdown-timeout",
                          str(worker_shutdown_ms(s.embedded_stop_timeout_s))]
-        self._spawn("worker", [*dramatiq_args, "--processes", str(s.worker_processes),
+        # WORKER_PROCESSES tells each worker process how many share the cores (its torch threads).
+        processes = s.resolved_embedded_worker_processes
+        self._spawn("worker", [*dramatiq_args, "--processes", str(processes),
                                "--threads", str(s.worker_threads), "--queues", *worker_queues],
-                    {**env, **metrics_env(s, 0)}, nice=s.embedded_background_nice)
+                    {**env, **metrics_env(s, 0), "WORKER_PROCESSES": str(processes)}, nice=s.embedded_background_nice)
         # Enrichment in its own process: its NER is CPU-bound, and sharing a GIL with the
         # persist/embed threads would slow the write path it must never hold up.
         # At a lower priority too: it waits while the write path has work, but a message that

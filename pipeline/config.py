@@ -26,6 +26,9 @@ from pipeline.settings_groups import GROUPS, SettingsGroup
 __all__ = ["ContextBonuses", "RecallProfile", "ScoringWeights", "Settings", "SettingsGroup", "get_settings", "is_loopback"]
 
 G = TypeVar("G", bound=SettingsGroup)
+# EMBEDDED_WORKER_PROCESSES=0 starts one worker process per usable core up to this many: each
+# process holds its own copy of the model, and more than this was never measured.
+EMBEDDED_WORKER_PROCESSES_AUTO_MAX = 4
 
 
 def is_loopback(host: str) -> bool:
@@ -132,6 +135,12 @@ class Settings(BaseSettings, *GROUPS):
     @property
     def protected_types(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.consolidation_protected_types.split(",") if t.strip())
+
+    @property
+    def resolved_embedded_worker_processes(self) -> int:
+        if self.embedded_worker_processes:
+            return self.embedded_worker_processes
+        return min(len(os.sched_getaffinity(0)), EMBEDDED_WORKER_PROCESSES_AUTO_MAX)
 
     @property
     def resolved_embed_torch_threads(self) -> int:

@@ -85,7 +85,7 @@ class WorkerSettings(SettingsGroup):
     title: ClassVar[str] = "Workers"
     tier: ClassVar[Tier] = "user"
 
-    worker_processes: int = Field(1, ge=1, description="Worker processes the launcher starts.")
+    worker_processes: int = Field(1, ge=1, description="Processes of a `dramatiq` worker command (the Procfile's `worker` passes it as --processes): each process's share of the cores is its torch threads (EMBED_TORCH_THREADS). The embedded launcher (make run) starts EMBEDDED_WORKER_PROCESSES instead.")
     worker_threads: int = Field(4, ge=1, description="Threads per worker process.")
     web_worker_queues: str | None = Field(None, description="Queues the web process consumes itself (comma list, 'all', 'none'); default: the vectors and similarity queues with Qdrant Edge (they need the shard), none with a Qdrant server.")
     actor_max_retries: int = Field(12, ge=0, description="Retries of a failing stage before its message goes to the dead-letter queue (errors other than connection errors: bad data fails the same way every time).")
@@ -323,6 +323,7 @@ class ProcessSettings(SettingsGroup):
     clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")
     embedded: bool = Field(False, alias="MEMPIPE_EMBEDDED", description="Set by the one-command launcher: child stores, generated tokens.")
     embedded_stop_timeout_s: float = Field(10.0, gt=0, le=600, description="Embedded default: how long Ctrl-C waits for its processes to stop (workers put back what they have not finished) before it kills what is left, each with every process it forked.")
+    embedded_worker_processes: int = Field(0, ge=0, le=64, description="Embedded default: worker processes the launcher (make run) starts for the write path; 0 = one per usable core, at most 4. Separate one-thread processes keep the cores busier with the local model than one process with a torch thread per core, whose threads wait on each other at every step; each holds its own copy of the model (~0.45 GB).")
     embedded_enricher_nice: int = Field(10, ge=0, le=19, description="Embedded default: how many steps further below the worker (EMBEDDED_BACKGROUND_NICE) the launcher starts the enrichment worker, capped at 19 (0 = as the worker). Enrichment takes what the write path leaves: when both want the cores, the model's embedding calls get them.")
     embedded_store_answer_timeout_s: float = Field(20.0, gt=0, le=600, description="Embedded default: how long a starting redis-server may go without answering, or while loading without progress, before the launcher gives up (a loading server is waited for as long as it progresses).")
     worker_metrics_dir: Path = Field(Path("/tmp/mempipe-worker-metrics"), description="Where worker processes share their metric files (prometheus_client multiprocess mode); one subfolder per dramatiq command.")

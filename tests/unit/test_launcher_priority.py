@@ -58,3 +58,35 @@ def test_the_worker_is_started_nice_and_the_enricher_nicer_still(monkeypatch, tm
     by_name = {name: niceness[position] for position, (name, _) in enumerate(supervisor.children)}
     assert by_name == {"worker": 2, "enricher": 9, "clock": 0, "web": 0}
     assert Settings().embedded_enricher_nice > 0 and Settings().embedded_background_nice > 0  # shipped on
+
+
+def _started(monkeypatch, tmp_path, cores: set[int], **settings) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """What the launcher's start spawns, by child name: its command line and environment."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cores)
+    supervisor = serve.Supervisor(Settings(MEMPIPE_DATA_DIR=str(tmp_path), **settings))
+    for server in (supervisor.broker, supervisor.graph):
+        monkeypatch.setattr(server, "spawn", lambda *args, **kwargs: None)
+        monkeypatch.setattr(server, "wait_ready", lambda *args, **kwargs: None)
+    spawned: list[tuple[list[str], dict[str, str]]] = []
+
+    def spawn(args, env, nice=0):
+        spawned.append((args, env))
+        return subprocess.Popen(["true"])
+
+    monkeypatch.setattr(serve, "spawn_child", spawn)
+    supervisor.start()
+    return {name: spawned[position] for position, (name, _) in enumerate(supervisor.children)}
+
+
+def test_the_write_path_gets_one_worker_process_per_core_each_told_its_share(monkeypatch, tmp_path):
+    for cores, expected in (({0}, 1), ({0, 1}, 2), ({0, 1, 2, 3, 4, 5, 6, 7}, 4)):  # at most 4 on their own
+        args, env = _started(monkeypatch, tmp_path, cores)["worker"]
+        assert args[args.index("--processes") + 1] == str(expected)
+        # each process reads the count to take its share of the cores as torch threads
+        assert env["WORKER_PROCESSES"] == str(expected)
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cores)
+        assert Settings(WORKER_PROCESSES=env["WORKER_PROCESSES"]).resolved_embed_torch_threads == max(1, len(cores) // expected)
+    args, env = _started(monkeypatch, tmp_path, {0, 1}, EMBEDDED_WORKER_PROCESSES=1)["worker"]
+    assert args[args.index("--processes") + 1] == "1" and env["WORKER_PROCESSES"] == "1"
+    enricher, _ = _started(monkeypatch, tmp_path, {0, 1})["enricher"]
+    assert enricher[enricher.index("--processes") + 1] == "1"
