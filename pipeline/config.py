@@ -27,7 +27,7 @@ __all__ = ["ContextBonuses", "RecallProfile", "ScoringWeights", "Settings", "Set
 
 G = TypeVar("G", bound=SettingsGroup)
 # EMBEDDED_WORKER_PROCESSES=0 starts one worker process per usable core up to this many: each
-# process holds its own copy of the model, and more than this was never measured.
+# process holds its own copy of the model, and more than two was never measured.
 EMBEDDED_WORKER_PROCESSES_AUTO_MAX = 4
 
 

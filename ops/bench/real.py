@@ -150,10 +150,12 @@ class RealStack:
 
     def __enter__(self) -> Stack:
         self.stack.start_web(timeout=180)
-        # as ops.serve starts them: the worker EMBEDDED_BACKGROUND_NICE lower than the web, the
-        # enricher EMBEDDED_ENRICHER_NICE lower still, with as many threads as the worker
+        # as ops.serve starts them: EMBEDDED_WORKER_PROCESSES write-path processes, each told how
+        # many share the cores, EMBEDDED_BACKGROUND_NICE lower than the web; the enricher
+        # EMBEDDED_ENRICHER_NICE lower still, with as many threads as the worker
         settings = Settings(**self.overrides)
-        self.stack.start_worker(processes=1, threads=settings.worker_threads,
+        processes = settings.resolved_embedded_worker_processes
+        self.stack.start_worker(processes=processes, threads=settings.worker_threads, worker_processes=processes,
                                 queues=["persist", "embed", "maintenance"], nice=settings.embedded_background_nice)
         self.stack.start_enrich_worker(threads=settings.worker_threads,
                                        nice=min(19, settings.embedded_background_nice + settings.embedded_enricher_nice))

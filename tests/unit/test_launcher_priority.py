@@ -78,15 +78,17 @@ def _started(monkeypatch, tmp_path, cores: set[int], **settings) -> dict[str, tu
     return {name: spawned[position] for position, (name, _) in enumerate(supervisor.children)}
 
 
-def test_the_write_path_gets_one_worker_process_per_core_each_told_its_share(monkeypatch, tmp_path):
-    for cores, expected in (({0}, 1), ({0, 1}, 2), ({0, 1, 2, 3, 4, 5, 6, 7}, 4)):  # at most 4 on their own
-        args, env = _started(monkeypatch, tmp_path, cores)["worker"]
+def test_the_write_path_gets_its_worker_processes_each_told_how_many_share_the_cores(monkeypatch, tmp_path):
+    args, env = _started(monkeypatch, tmp_path, {0, 1})["worker"]
+    assert args[args.index("--processes") + 1] == "1" and env["WORKER_PROCESSES"] == "1"  # shipped: one process
+    for cores, expected in (({0}, 1), ({0, 1}, 2), ({0, 1, 2, 3, 4, 5, 6, 7}, 4)):  # 0: one per core, at most 4
+        args, env = _started(monkeypatch, tmp_path, cores, EMBEDDED_WORKER_PROCESSES=0)["worker"]
         assert args[args.index("--processes") + 1] == str(expected)
         # each process reads the count to take its share of the cores as torch threads
         assert env["WORKER_PROCESSES"] == str(expected)
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cores)
         assert Settings(WORKER_PROCESSES=env["WORKER_PROCESSES"]).resolved_embed_torch_threads == max(1, len(cores) // expected)
-    args, env = _started(monkeypatch, tmp_path, {0, 1}, EMBEDDED_WORKER_PROCESSES=1)["worker"]
-    assert args[args.index("--processes") + 1] == "1" and env["WORKER_PROCESSES"] == "1"
-    enricher, _ = _started(monkeypatch, tmp_path, {0, 1})["enricher"]
+    args, env = _started(monkeypatch, tmp_path, {0, 1, 2, 3}, EMBEDDED_WORKER_PROCESSES=3)["worker"]
+    assert args[args.index("--processes") + 1] == "3" and env["WORKER_PROCESSES"] == "3"
+    enricher, _ = _started(monkeypatch, tmp_path, {0, 1}, EMBEDDED_WORKER_PROCESSES=0)["enricher"]
     assert enricher[enricher.index("--processes") + 1] == "1"
