@@ -24,7 +24,8 @@ dir with nothing set but ports and tokens, and then:
    again (timed to ``healthy``) and counts the memories; then ``kill -9`` of every process, and
    the same.
 
-The model's own rate is measured in a child process (``ops.bench.real``) on each phase's own
+The model's own rate is measured in child processes (``ops.bench.real``: the fastest of one
+process's thread counts and one-thread processes side by side) on each phase's own
 texts (the imported contents; the singles' turns), so each of the pipeline's rates comes with
 its ratio; the import's also against the model given the same length-sorted grouping the
 persist stage uses (``pipeline.embed_batches``), and each against the model called from a

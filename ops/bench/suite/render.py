@@ -223,7 +223,9 @@ def lifecycle(f: dict, _ratios: dict) -> list[str]:
                      f"| {times(r.get('over_model'))} | {times(r.get('over_model_sorted'))} | {times(r.get('over_model_worker'))} "
                      f"| {num(r.get('recall_p99_ms'))} / {num(r.get('recall_max_ms'))} | {num(r.get('health_max_ms'))} "
                      f"| {num(r.get('probe_errors'))} |")
-    lines += ["", "The model alone: in calls of the workers' batch size, in order (the issue's measure); "
+    lines += ["", "The model alone: in calls of the workers' batch size, in order (the issue's measure), at its "
+                  "fastest of one process with 1 thread, the workers' count or every core, and one-thread processes "
+                  "side by side, one per core (files from before session 28: one process only); "
                   "length-sorted: the same texts sorted by length within each import batch, as the persist stage "
                   "groups them; called as a worker calls it: in order, from a worker process's threads taking turns, "
                   "whose OpenMP waits libgomp throttles (the model as the pipeline can run it; the issue's ratio is the "
