@@ -14,7 +14,7 @@ from pipeline.observability.requestid import TraceMiddleware
 from pipeline.redelivery import MAINTAIN_COMMAND, PeriodicRedelivery, maintenance_interval_s
 from pipeline.retry_policy import retry_when
 from pipeline.stopping import StopNotice
-from pipeline.stages import ALL_QUEUES, EMBED_QUEUE, ENRICH_QUEUE, HOT_QUEUES
+from pipeline.stages import ALL_QUEUES, EMBED_QUEUE, HOT_QUEUES
 from pipeline.store_wait import wait_for_stores
 from pipeline.wakeups import WakeConsumers, WakingConsumer, blocking_wait, wake
 from pipeline.write_failures import WriteFailures
@@ -90,37 +90,29 @@ class MempipeBroker(RedisBroker):
         return result
 
 
-class PreloadModels(dramatiq.Middleware):
-    """A worker loads at boot the models its queues need: the embedding model where it consumes
-    the embed queue, the entity extractor (spaCy) where it consumes the enrich queue.
+class PreloadEmbedder(dramatiq.Middleware):
+    """A worker that consumes the embed queue loads its embedding model at boot.
 
-    Each takes seconds of CPU to load. Done lazily, the first message paid it: a freshly
-    scaled-out worker looked slow exactly when it was needed, and the enricher's first message
-    (often the first write of an import, once the import's writes went quiet for a moment)
-    loaded spaCy beside the write path, taking a core from the model in the middle of the
-    import. At boot the load runs before any write is waiting, at the process's own priority.
+    Loading MiniLM (torch, sentence-transformers) takes seconds of CPU; done lazily, the first
+    embed message of every worker process paid it, and a freshly scaled-out worker looked
+    slow exactly when it was needed. Workers without the embed queue never load a model.
     """
 
     def before_worker_boot(self, broker, worker):
         # The libraries first, before WaitForStores: their import overlaps a store that is loading.
         context = find_context(broker)
-        if context is not None and _consumes(worker, EMBED_QUEUE):
+        if context is not None and _consumes_embed(worker):
             import_provider_libraries(context.services.settings)
 
     def after_worker_boot(self, broker, worker):
         context = find_context(broker)
-        if context is None:
-            return
-        # Built once per process, shared by its threads.
-        if _consumes(worker, EMBED_QUEUE):
-            context.services.embedder
-        if _consumes(worker, ENRICH_QUEUE):
-            context.services.entity_extractor
+        if context is not None and _consumes_embed(worker):
+            context.services.embedder  # built once per process, shared by its threads
 
 
-def _consumes(worker, queue: str) -> bool:
+def _consumes_embed(worker) -> bool:
     queues = getattr(worker, "consumer_whitelist", None)  # None: every queue
-    return queues is None or queue in queues
+    return queues is None or EMBED_QUEUE in queues
 
 
 class WaitForStores(dramatiq.Middleware):
@@ -163,8 +155,8 @@ def build_broker(settings: Settings, context: ActorContext | None = None) -> Mem
         ),
         TraceMiddleware(),  # carries the request id from the API through every stage
         ActorMetrics(settings),  # dramatiq_* per-actor metrics; the worker-side exporter
-        PreloadModels(),
-        WaitForStores(settings),  # after PreloadModels: its imports run while the stores may still load
+        PreloadEmbedder(),
+        WaitForStores(settings),  # after PreloadEmbedder: its imports run while the stores may still load
         WakeConsumers(HOT_QUEUES),
         PeriodicRedelivery(maintenance_interval_s(settings.heartbeat_timeout_ms)),
         *([context] if context is not None else []),
