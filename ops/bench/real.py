@@ -161,6 +161,9 @@ class RealStack:
                                        nice=min(19, settings.embedded_background_nice + settings.embedded_enricher_nice))
         with self.stack.client(timeout=180) as api:
             assert api.post("/memory", json={"content": "warm-up"}).status_code == 201
+        # The warm-up's enrichment builds spaCy (seconds of CPU, once per enricher): let it end
+        # before a phase is timed, or the first import pays it beside the model.
+        wait_background_done(self.stack, timeout=180)
         return self.stack
 
     def __exit__(self, *exc) -> None:
