@@ -21,14 +21,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.errors import ConfigurationError
 from pipeline.recall_profiles import RecallProfile, ScoringWeights
-from pipeline.settings_groups import GROUPS, SettingsGroup
+from pipeline.settings_groups import EMBEDDED_WORKER_PROCESSES_AUTO_MAX, GROUPS, SettingsGroup
 
 __all__ = ["ContextBonuses", "RecallProfile", "ScoringWeights", "Settings", "SettingsGroup", "get_settings", "is_loopback"]
 
 G = TypeVar("G", bound=SettingsGroup)
-# EMBEDDED_WORKER_PROCESSES=0 starts one worker process per usable core up to this many: each
-# process holds its own copy of the model, and more than two was never measured.
-EMBEDDED_WORKER_PROCESSES_AUTO_MAX = 4
 
 
 def is_loopback(host: str) -> bool:

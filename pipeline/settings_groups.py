@@ -26,6 +26,10 @@ Tier = Literal["user", "advanced", "tuning"]
 _TUNED = RecallProfile.TUNED
 
 
+# EMBEDDED_WORKER_PROCESSES=0 starts one worker process per usable core up to this many: each
+# process holds its own copy of the model, and more than two was never measured.
+EMBEDDED_WORKER_PROCESSES_AUTO_MAX = 4
+
 class SettingsGroup(BaseModel):
     """One group of settings: a title for the table and the tier that decides where it is listed."""
 
@@ -323,7 +327,7 @@ class ProcessSettings(SettingsGroup):
     clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")
     embedded: bool = Field(False, alias="MEMPIPE_EMBEDDED", description="Set by the one-command launcher: child stores, generated tokens.")
     embedded_stop_timeout_s: float = Field(10.0, gt=0, le=600, description="Embedded default: how long Ctrl-C waits for its processes to stop (workers put back what they have not finished) before it kills what is left, each with every process it forked.")
-    embedded_worker_processes: int = Field(1, ge=0, le=64, description="Embedded default: write-path worker processes the launcher (make run) starts; 0 = one per usable core, at most 4. One-thread processes side by side keep the cores busier with the local model than one process with a torch thread per core (an import of real Slack text ~1.3x faster on 2 cores), but they leave no core idle for the web: recall's p99 during an import rose from ~70-100 to ~120-170 ms, and each process holds its own copy of the model (~0.45 GB) and loads it at start (docs/ingestion.md).")
+    embedded_worker_processes: int = Field(1, ge=0, le=64, description=f"Embedded default: write-path worker processes the launcher (make run) starts; 0 = one per usable core, at most {EMBEDDED_WORKER_PROCESSES_AUTO_MAX}. One-thread processes side by side keep the cores busier with the local model than one process with a torch thread per core (imports run faster), but they leave no core idle for the web, so recall slows while an import runs; each holds its own copy of the model (~0.45 GB) and loads it at start (docs/ingestion.md).")
     embedded_enricher_nice: int = Field(10, ge=0, le=19, description="Embedded default: how many steps further below the worker (EMBEDDED_BACKGROUND_NICE) the launcher starts the enrichment worker, capped at 19 (0 = as the worker). Enrichment takes what the write path leaves: when both want the cores, the model's embedding calls get them.")
     embedded_store_answer_timeout_s: float = Field(20.0, gt=0, le=600, description="Embedded default: how long a starting redis-server may go without answering, or while loading without progress, before the launcher gives up (a loading server is waited for as long as it progresses).")
     worker_metrics_dir: Path = Field(Path("/tmp/mempipe-worker-metrics"), description="Where worker processes share their metric files (prometheus_client multiprocess mode); one subfolder per dramatiq command.")
