@@ -30,6 +30,7 @@ _TUNED = RecallProfile.TUNED
 # process holds its own copy of the model, and more than two was never measured.
 EMBEDDED_WORKER_PROCESSES_AUTO_MAX = 4
 
+
 class SettingsGroup(BaseModel):
     """One group of settings: a title for the table and the tier that decides where it is listed."""
 
