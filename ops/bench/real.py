@@ -106,27 +106,34 @@ def raw_model_rate(texts: list[str], settings: Settings, sorted_within: int = 0)
     grouping, beside the in-order rate the issue names. The pipeline's gain from grouping is
     the gap between the two; its own overhead is the gap to the sorted one.
 
-    ``as_worker_calls`` is the fastest arrangement once more with the calls made by a worker
-    process's threads taking turns (``WORKER_THREADS``): the model as the pipeline can run it.
-    It is not the budget — the ratios the issue names are to the model at its best — but the
-    gap to it is what the pipeline itself costs, apart from how OpenMP waits."""
+    ``as_worker_calls`` is the model as the launcher's write path runs it
+    (``model_as_workers_call_it``). It is not the budget — the ratios the issue names are to the
+    model at its best — but the gap to it is what the pipeline itself costs, apart from how
+    OpenMP waits."""
     cores = len(os.sched_getaffinity(0))
     runs = [model_run_apart(texts, settings, threads)
             for threads in sorted({settings.resolved_embed_torch_threads, 1, cores})]
     if cores > 1:
         runs.append(model_run_in_processes(texts, settings, cores))
     best = max(runs, key=lambda run: run["rate"])
-
-    def again(some_texts: list[str], caller_threads: int = 0) -> dict:
-        if best.get("processes", 1) > 1:
-            return model_run_in_processes(some_texts, settings, best["processes"], caller_threads)
-        return model_run_apart(some_texts, settings, best["torch_threads"], caller_threads)
-
-    result = {**best, "runs": runs, "as_worker_calls": again(texts, settings.worker_threads)}
+    result = {**best, "runs": runs, "as_worker_calls": model_as_workers_call_it(texts, settings)}
     if sorted_within:
         grouped = [t for start in range(0, len(texts), sorted_within) for t in sorted(texts[start:start + sorted_within], key=len)]
-        result["length_sorted"] = again(grouped)
+        if best.get("processes", 1) > 1:
+            result["length_sorted"] = model_run_in_processes(grouped, settings, best["processes"])
+        else:
+            result["length_sorted"] = model_run_apart(grouped, settings, best["torch_threads"])
     return result
+
+
+def model_as_workers_call_it(texts: list[str], settings: Settings) -> dict:
+    """The model as the launcher's write-path workers run it: ``EMBEDDED_WORKER_PROCESSES``
+    processes, each with its share of the cores as torch threads, the calls made by its
+    ``WORKER_THREADS`` threads taking turns."""
+    processes = settings.resolved_embedded_worker_processes
+    if processes > 1:
+        return model_run_in_processes(texts, settings, processes, settings.worker_threads)
+    return model_run_apart(texts, settings, settings.resolved_embed_torch_threads, settings.worker_threads)
 
 
 def wait_background_done(stack: Stack, timeout: float) -> float:
