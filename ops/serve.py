@@ -106,7 +106,7 @@ class Supervisor:
         # model's two torch threads stall whenever either loses its core.
         self._spawn("enricher", [*dramatiq_args, "--processes", "1",
                                  "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE],
-                    {**env, **metrics_env(s, 1)}, nice=min(19, s.embedded_background_nice + s.embedded_enricher_nice))
+                    {**env, **metrics_env(s, 1)}, nice=s.embedded_enricher_niceness)
         self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
                             "--port", str(s.port), "--no-access-log"], env)
 

@@ -140,6 +140,11 @@ class Settings(BaseSettings, *GROUPS):
         return min(len(os.sched_getaffinity(0)), EMBEDDED_WORKER_PROCESSES_AUTO_MAX)
 
     @property
+    def embedded_enricher_niceness(self) -> int:
+        """The enricher's niceness under the launcher: the background's plus its own step, at most 19."""
+        return min(19, self.embedded_background_nice + self.embedded_enricher_nice)
+
+    @property
     def resolved_embed_torch_threads(self) -> int:
         if self.embed_torch_threads:
             return self.embed_torch_threads

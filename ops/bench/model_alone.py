@@ -71,7 +71,7 @@ def model_run_in_processes(texts: list[str], settings: Settings, processes: int,
     """The model as ``processes`` worker processes run it side by side, each with its share of
     the cores as torch threads: the calls dealt out in turn, every process loaded and warm
     before any starts, the rate = all texts over the slowest process's time."""
-    threads = max(1, len(os.sched_getaffinity(0)) // processes)
+    threads = settings.model_copy(update={"worker_processes": processes}).resolved_embed_torch_threads
     batch = settings.embed_batch_size
     calls = [texts[i:i + batch] for i in range(0, len(texts), batch)]
     shares = [[t for call in calls[k::processes] for t in call] for k in range(processes)]

@@ -231,7 +231,7 @@ def bench_corpus(servers, corpus: str, conversations: list[tuple[str, dict]], ov
         stack.start_web(timeout=300)
         processes = Settings(**overrides).resolved_embedded_worker_processes  # as make run starts them
         stack.start_worker(processes=processes, threads=Settings.model_fields["worker_threads"].default,
-                           worker_processes=processes, queues=["persist", "embed", "maintenance"])
+                           queues=["persist", "embed", "maintenance"])
         if not after_write:
             stack.start_enrich_worker()
         with stack.client(timeout=300) as api:

@@ -162,10 +162,9 @@ class RealStack:
         # EMBEDDED_ENRICHER_NICE lower still, with as many threads as the worker
         settings = Settings(**self.overrides)
         processes = settings.resolved_embedded_worker_processes
-        self.stack.start_worker(processes=processes, threads=settings.worker_threads, worker_processes=processes,
+        self.stack.start_worker(processes=processes, threads=settings.worker_threads,
                                 queues=["persist", "embed", "maintenance"], nice=settings.embedded_background_nice)
-        self.stack.start_enrich_worker(threads=settings.worker_threads,
-                                       nice=min(19, settings.embedded_background_nice + settings.embedded_enricher_nice))
+        self.stack.start_enrich_worker(threads=settings.worker_threads, nice=settings.embedded_enricher_niceness)
         with self.stack.client(timeout=180) as api:
             assert api.post("/memory", json={"content": "warm-up"}).status_code == 201
         # The warm-up's enrichment builds spaCy (seconds of CPU, once per enricher): let it end

@@ -150,7 +150,8 @@ class Stack:
             queues = ["persist", "embed", "maintenance"]
         args = [sys.executable, "-m", "dramatiq", "pipeline.actors", "--processes", str(processes),
                 "--threads", str(threads), "--queues", *queues]
-        env = {**self.env(), **{k.upper(): str(v) for k, v in env_overrides.items()}}
+        # Each process is told how many share the cores (its torch threads), as ops.serve does.
+        env = {**self.env(), "WORKER_PROCESSES": str(processes), **{k.upper(): str(v) for k, v in env_overrides.items()}}
         ready_before = self._ready_workers()
         worker = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log("worker"), stderr=subprocess.STDOUT,
                                   start_new_session=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)

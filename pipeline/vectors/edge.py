@@ -16,6 +16,7 @@ from typing import Any, Callable
 from pipeline.foreground import never_wait
 from pipeline.graph import Scope
 from pipeline.records import point_id_for
+from pipeline.settings_groups import EDGE_OPTIMIZE_MIN_CHANGES
 from pipeline.vectors import edge_swap, edge_text, shard_lock
 from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
 from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
@@ -82,7 +83,7 @@ def _edge_hit(point: Any, with_payload: bool) -> VectorHit:
 class EdgeVectorStore:
     backend = "qdrant-edge"
 
-    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = 500, optimize_quiet_s: float = 0.0,
+    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = EDGE_OPTIMIZE_MIN_CHANGES, optimize_quiet_s: float = 0.0,
                  payload_memory: str = "pinned", text_backfill: bool = False, plain_max_points: int = 0,
                  give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None):
         import qdrant_edge as qe

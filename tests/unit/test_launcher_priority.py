@@ -58,6 +58,8 @@ def test_the_worker_is_started_nice_and_the_enricher_nicer_still(monkeypatch, tm
     by_name = {name: niceness[position] for position, (name, _) in enumerate(supervisor.children)}
     assert by_name == {"worker": 2, "enricher": 9, "clock": 0, "web": 0}
     assert Settings().embedded_enricher_nice > 0 and Settings().embedded_background_nice > 0  # shipped on
+    # capped at 19, the lowest priority there is (EMBEDDED_ENRICHER_NICE says so)
+    assert Settings(EMBEDDED_BACKGROUND_NICE=15, EMBEDDED_ENRICHER_NICE=10).embedded_enricher_niceness == 19
 
 
 def _started(monkeypatch, tmp_path, cores: set[int], **settings) -> dict[str, tuple[list[str], dict[str, str]]]:
