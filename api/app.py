@@ -136,10 +136,15 @@ async def web_lifespan(
     """The web process's life: open the stores and start its helpers, serve, stop them in reverse."""
     if services is None:  # its own stores: they may be loading still (started beside this process)
         import_provider_libraries(settings)  # meanwhile
-        wait_for_stores(settings)
+        # Which collection is live, and the Edge shard's owner record, are in the broker; the
+        # graph is needed only after the model is built and the shard opened, which so overlap
+        # the graph's load (the longest of a restart past a few hundred thousand memories).
+        wait_for_stores(settings, ("broker",))
     svc = services or Services(query_side(settings), give_way=foreground.give_way if foreground else never_wait)
     embedder = svc.embedder  # load the model now, not on the first recall
     svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here
+    if services is None:
+        wait_for_stores(settings, ("graph",))
     app.state.settings = settings
     app.state.services = svc
     app.state.foreground = foreground

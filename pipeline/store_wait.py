@@ -48,9 +48,12 @@ def process_stores(settings: Settings) -> list[Store]:
     return [Store("broker", settings.redis_url), Store("graph", graph_url(settings))]
 
 
-def wait_for_stores(settings: Settings) -> None:
-    """Return once the broker and the graph both answer; see the module's docstring."""
+def wait_for_stores(settings: Settings, names: tuple[str, ...] = ("broker", "graph")) -> None:
+    """Return once the named stores (the broker and the graph by default) answer; see the
+    module's docstring."""
     for store in process_stores(settings):
+        if store.name not in names:
+            continue
         client = redis.Redis.from_url(store.url, socket_timeout=2, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0))
         try:
             wait_for_store(store, client, settings.store_start_wait_s)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import redis
 
+import api.app as app_module
 import ops.serve as serve
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
@@ -95,3 +98,39 @@ def test_the_launcher_starts_the_pipeline_while_the_stores_load_and_the_clock_on
     monkeypatch.setattr(supervisor, "_spawn", lambda name, *args, **kwargs: events.append(name))
     supervisor.start()
     assert events == ["spawn broker", "spawn graph", "worker", "enricher", "web", "ready broker", "ready graph", "clock"]
+
+
+def test_the_web_builds_its_model_and_opens_its_shard_while_the_graph_still_loads(monkeypatch):
+    events: list = []
+
+    class GraphLoading(Exception):
+        """Stands for the graph's load: the lifespan is not followed past it."""
+
+    class RecordingServices:
+        def __init__(self, settings, give_way=None):
+            pass
+
+        @property
+        def embedder(self):
+            events.append("model built")
+
+        @property
+        def vectors(self):
+            events.append("shard opened")
+
+    def wait_for_stores(settings, names=("broker", "graph")):
+        events.append(("wait", names))
+        if "graph" in names:
+            raise GraphLoading
+
+    monkeypatch.setattr(app_module, "import_provider_libraries", lambda settings: events.append("imports"))
+    monkeypatch.setattr(app_module, "wait_for_stores", wait_for_stores)
+    monkeypatch.setattr(app_module, "Services", RecordingServices)
+
+    async def start() -> None:
+        async with app_module.web_lifespan(app=None, settings=Settings(), mcp=None):
+            pass
+
+    with pytest.raises(GraphLoading):
+        asyncio.run(start())
+    assert events == ["imports", ("wait", ("broker",)), "model built", "shard opened", ("wait", ("graph",))]
