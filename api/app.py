@@ -136,9 +136,9 @@ async def web_lifespan(
     """The web process's life: open the stores and start its helpers, serve, stop them in reverse."""
     if services is None:  # its own stores: they may be loading still (started beside this process)
         import_provider_libraries(settings)  # meanwhile
-        # Which collection is live, and the Edge shard's owner record, are in the broker; the
-        # graph is needed only after the model is built and the shard opened, which so overlap
-        # the graph's load (the longest of a restart past a few hundred thousand memories).
+        # Which collection is live, and the Edge shard's owner record, are in the broker. The
+        # graph is needed only later: building the model and opening the shard overlap its
+        # load, the longest part of a restart at a million memories.
         wait_for_stores(settings, ("broker",))
     svc = services or Services(query_side(settings), give_way=foreground.give_way if foreground else never_wait)
     embedder = svc.embedder  # load the model now, not on the first recall

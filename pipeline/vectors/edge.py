@@ -83,9 +83,9 @@ def _edge_hit(point: Any, with_payload: bool) -> VectorHit:
 class EdgeVectorStore:
     backend = "qdrant-edge"
 
-    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = EDGE_OPTIMIZE_MIN_CHANGES, optimize_quiet_s: float = 0.0,
-                 payload_memory: str = "pinned", text_backfill: bool = False, plain_max_points: int = 0,
-                 give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None):
+    def __init__(self, path: str, vector_size: int, optimize_min_changes: int = EDGE_OPTIMIZE_MIN_CHANGES,
+                 optimize_quiet_s: float = 0.0, payload_memory: str = "pinned", text_backfill: bool = False,
+                 plain_max_points: int = 0, give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None):
         import qdrant_edge as qe
 
         self._qe = qe
