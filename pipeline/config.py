@@ -181,14 +181,6 @@ class Settings(BaseSettings, *GROUPS):
         return not self.qdrant_url
 
     @property
-    def graph_indexes_content(self) -> bool:
-        """Does the graph keep a full-text index on content? Only where keyword search reads it:
-        a Qdrant server, or RECALL_KEYWORD_SOURCE=graph. With Qdrant Edge (auto) keyword search
-        runs on the shard's own text index, and FalkorDB rebuilds a full-text index at every
-        load: on content it was most of a restart at a million memories (docs/keyword-search.md)."""
-        return not self.uses_qdrant_edge or self.recall_keyword_source == "graph"
-
-    @property
     def edge_path(self) -> Path:
         return self.data_dir / "qdrant-edge" / self.qdrant_collection
 

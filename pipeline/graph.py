@@ -214,12 +214,8 @@ class GraphStore:
     stopped half way is worse than a slow one.
     """
 
-    def __init__(self, client: FalkorDB, graph_name: str, read_timeout_ms: int | None = None, write_rows: int = 0,
-                 content_fulltext: bool = True):
+    def __init__(self, client: FalkorDB, graph_name: str, read_timeout_ms: int | None = None, write_rows: int = 0):
         self._client = client
-        # Whether keyword search may read the graph's full-text index on content (see
-        # Settings.graph_indexes_content); the metadata sidecar's field is always indexed.
-        self._content_fulltext = content_fulltext
         self._graph = client.select_graph(graph_name)
         self._read_timeout_ms = read_timeout_ms
         # Memories per write query of upsert_memories (0: all in one). A write holds the graph's
@@ -239,8 +235,7 @@ class GraphStore:
                 password=settings.falkordb_password,
                 **timeouts,
             )
-        return cls(client, settings.falkordb_graph, settings.falkordb_query_timeout_ms, settings.graph_write_rows,
-                   settings.graph_indexes_content)
+        return cls(client, settings.falkordb_graph, settings.falkordb_query_timeout_ms, settings.graph_write_rows)
 
     def _query(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         _refuse_nul(params)
@@ -293,15 +288,12 @@ class GraphStore:
         return bool(self._client.connection.ping())
 
     def ensure_schema(self) -> None:
-        """Range indexes on id and timestamps, a full-text index on metadata and (where keyword
-        search reads it) on content. Idempotent; an index a store already has is never dropped."""
+        """Range indexes on id and timestamps, a full-text index on content and metadata. Idempotent."""
         statements = (
             "CREATE INDEX FOR (m:Memory) ON (m.id)",
             "CREATE INDEX FOR (m:Memory) ON (m.timestamp_epoch)",
             "CREATE INDEX FOR (m:Memory) ON (m.updated_epoch)",
-            # One field a call: FalkorDB refuses a whole call when any field in it is indexed already.
-            "CALL db.idx.fulltext.createNodeIndex('Memory', 'metadata_text')",
-            *(["CALL db.idx.fulltext.createNodeIndex('Memory', 'content')"] if self._content_fulltext else []),
+            "CALL db.idx.fulltext.createNodeIndex('Memory', 'content', 'metadata_text')",
             *thread_schema,
             # Enrichment: exact-duplicate groups, and scope members (an array index serves `x IN m.tags`).
             "CREATE INDEX FOR (m:Memory) ON (m.content_hash)",

@@ -29,9 +29,6 @@ from pipeline.vectors.edge_payload import unpack_payload
 TEXT_FIELD = "content"
 MARKER = "mempipe_text_index.json"
 # Bump when the index parameters change: the index is then built again (delete + create).
-# Until the backfill has refilled it, keyword search reads the graph's full-text index, which
-# a store made with Edge holds on metadata only (Settings.graph_indexes_content): a bump must
-# also have the graph index content for that while, or keyword search finds nothing meanwhile.
 VERSION = 1
 
 

@@ -246,35 +246,6 @@ def test_graph_schema_and_parameterised_writes(servers):
     assert [m["id"] for m, _ in found] == ["safe-2"]
 
 
-def _fulltext_fields(port: int, graph_name: str) -> set[str]:
-    indexes = FalkorDB(host="127.0.0.1", port=port).select_graph(graph_name).query("CALL db.indexes()").result_set
-    return {field for row in indexes for field, kinds in row[2].items() if "FULLTEXT" in kinds}
-
-
-def test_the_graph_indexes_content_only_where_keyword_search_reads_it_and_never_drops_an_index(servers):
-    assert not Settings().graph_indexes_content  # Edge: keyword search runs on the shard's text index
-    assert Settings(RECALL_KEYWORD_SOURCE="graph").graph_indexes_content
-    assert Settings(QDRANT_URL="http://qdrant:6333").graph_indexes_content
-
-    port, graph_name = servers.graph.port, f"fts_{uuid.uuid4().hex[:6]}"
-    edge_store = GraphStore(FalkorDB(host="127.0.0.1", port=port), graph_name, content_fulltext=False)
-    edge_store.ensure_schema()
-    edge_store.ensure_schema()
-    assert _fulltext_fields(port, graph_name) == {"metadata_text"}
-    edge_store.upsert_memories([build_new_record({"content": "pistachio ice cream", "metadata": {"flavour": "green"},
-                                                  "id": "fts-1"}, LIMITS)])
-    assert [m["id"] for m, _ in edge_store.keyword_search(["green"], Scope(), 5, field="metadata_text")] == ["fts-1"]
-
-    # the same store moved to a Qdrant server (or RECALL_KEYWORD_SOURCE=graph): content is indexed, the old memory too
-    server_store = GraphStore(FalkorDB(host="127.0.0.1", port=port), graph_name, content_fulltext=True)
-    server_store.ensure_schema()
-    assert _fulltext_fields(port, graph_name) == {"metadata_text", "content"}
-    assert [m["id"] for m, _ in server_store.keyword_search(["pistachio"], Scope(), 5)] == ["fts-1"]
-
-    edge_store.ensure_schema()  # and back: an index the store has is kept (an older store's keyword fallback)
-    assert _fulltext_fields(port, graph_name) == {"metadata_text", "content"}
-
-
 def test_chained_pairs_reads_both_distances_in_one_query(servers):
     """Pool members one and two PRECEDED_BY steps apart, in any scope; others and outsiders not."""
     from pipeline.query.neighbours import chained_pairs
