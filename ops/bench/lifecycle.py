@@ -59,6 +59,7 @@ from ops.bench.embedded import EmbeddedService, alive, descendants, index_builds
 from ops.bench.real import DATA, as_worker_calls, conversation_turns, raw_model_rate, slack_texts
 from ops.bench.restart import kill_all
 from pipeline.config import Settings
+from pipeline.vectors import edge_swap
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 500
@@ -431,7 +432,7 @@ def run_growth(args: argparse.Namespace, save) -> dict:
 def shard_copy_exists(service: EmbeddedService) -> bool:
     """A child build's copy of the shard is on disk. The web logs the build's start only once
     the copy is taken (11 s at 1M), so the copy is how a build that has begun is seen first."""
-    return any((service.data_dir / "qdrant-edge").glob("*.build"))
+    return any((service.data_dir / "qdrant-edge").glob(f"*{edge_swap.BUILD}"))
 
 
 def wait_for_index_build(service: EmbeddedService, timeout: float, before: tuple[int, list[float], int],
