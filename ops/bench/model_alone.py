@@ -95,3 +95,12 @@ def model_run_in_processes(texts: list[str], settings: Settings, processes: int,
             "cpu_ms_per_text": round(cpu_ms / embedded, 2), "torch_threads": threads,
             "token_budget": settings.embed_model_token_budget, "row_tokens": settings.embed_model_row_tokens,
             "caller_threads": caller_threads, "processes": len(runs)}
+
+
+def model_run_arranged(texts: list[str], settings: Settings, processes: int, torch_threads: int,
+                       caller_threads: int = 0) -> dict:
+    """The model in one process with ``torch_threads``, or in ``processes`` side by side (each
+    its share of the cores): the two arrangements a run of the benchmarks is measured in."""
+    if processes > 1:
+        return model_run_in_processes(texts, settings, processes, caller_threads)
+    return model_run_apart(texts, settings, torch_threads, caller_threads)

@@ -41,7 +41,7 @@ import redis
 
 from ops.bench import locomo
 from ops.bench.ingest import CpuMeter, _importer_with_rss, _wait_recallable
-from ops.bench.model_alone import model_run_apart, model_run_in_processes
+from ops.bench.model_alone import model_run_apart, model_run_arranged, model_run_in_processes
 from pipeline.config import Settings
 from ops.bench.stack import AUTH, Servers, Stack, discard_data
 
@@ -119,10 +119,7 @@ def raw_model_rate(texts: list[str], settings: Settings, sorted_within: int = 0)
     result = {**best, "runs": runs, "as_worker_calls": model_as_workers_call_it(texts, settings)}
     if sorted_within:
         grouped = [t for start in range(0, len(texts), sorted_within) for t in sorted(texts[start:start + sorted_within], key=len)]
-        if best.get("processes", 1) > 1:
-            result["length_sorted"] = model_run_in_processes(grouped, settings, best["processes"])
-        else:
-            result["length_sorted"] = model_run_apart(grouped, settings, best["torch_threads"])
+        result["length_sorted"] = model_run_arranged(grouped, settings, best.get("processes", 1), best["torch_threads"])
     return result
 
 
@@ -130,10 +127,8 @@ def model_as_workers_call_it(texts: list[str], settings: Settings) -> dict:
     """The model as the launcher's write-path workers run it: ``EMBEDDED_WORKER_PROCESSES``
     processes, each with its share of the cores as torch threads, the calls made by its
     ``WORKER_THREADS`` threads taking turns."""
-    processes = settings.resolved_embedded_worker_processes
-    if processes > 1:
-        return model_run_in_processes(texts, settings, processes, settings.worker_threads)
-    return model_run_apart(texts, settings, settings.resolved_embed_torch_threads, settings.worker_threads)
+    return model_run_arranged(texts, settings, settings.resolved_embedded_worker_processes,
+                              settings.resolved_embed_torch_threads, settings.worker_threads)
 
 
 def wait_background_done(stack: Stack, timeout: float) -> float:
