@@ -34,10 +34,12 @@ def nearest_links(vectors: VectorStore, items: list[tuple[str, Sequence[float]]]
 
 
 def _large_index_build_due(svc) -> Callable[[], bool]:
-    """Will a coming index build index more points than a build waits for the catch-up for?
+    """Will a coming index build, or the one a child is running, index more points than a
+    build waits for the catch-up for?
 
-    Then the build goes first (api.index_maintainer) and linking waits for it: before
-    it, every search scans every unindexed point. A shard under its plain size
+    Then the build goes first (api.index_maintainer) and linking waits for it: until its
+    swap, every search scans every unindexed point, holding the web's GIL (at a million,
+    the build's catch-up of the points written meanwhile crawled behind those scans). A shard under its plain size
     (``EDGE_PLAIN_MAX_POINTS``) gets no build, and a Qdrant server indexes as it goes: never
     then, or every message would sit out its longest wait for a build that does not come.
     """

@@ -382,6 +382,11 @@ class EdgeVectorStore:
                 self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
             self._journaled([point_id_for(m) for m in payloads])
             self._unflushed += len(payloads)
+            # A payload update moves an indexed point out of its HNSW segment, as an upsert
+            # does (Qdrant copies on write): it counts toward the next build like one. It does not
+            # hold a build back (_last_change), as enrichment's background updates are not a bulk
+            # import that a build would stall.
+            self._changes += len(payloads)
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
         """Points whose type is not excluded. /health asks on every call, so it is the shard's
@@ -417,12 +422,17 @@ class EdgeVectorStore:
                 and not self.stays_plain())
 
     def pending_changes(self) -> int:
-        """Points written or deleted since the last index build (what the next one indexes)."""
+        """Points written, deleted or given a new payload since the last index build (what the
+        next one indexes)."""
         return self._changes
 
     def build_pending(self) -> int:
-        """The points an index build still to come will index: 0 while the shard stays plain,
-        where none comes (its changes stay counted for the first build past the plain size)."""
+        """The points an index build in a child, or one still to come, will index. While a child
+        builds, the live shard stays as unindexed as it was until the swap. 0 while the shard
+        stays plain, where none comes (its changes stay counted for the first build past the
+        plain size)."""
+        if self._build is not None:
+            return self._build_changes + self._changes
         return 0 if not self._changes or self.stays_plain() else self._changes
 
     def persist(self) -> int:

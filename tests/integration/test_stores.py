@@ -339,6 +339,25 @@ def test_edge_index_build_waits_for_changes_and_a_pause_and_runs_on_the_maintena
     store.close()
 
 
+def test_edge_payload_updates_count_toward_the_next_index_build(tmp_path):
+    """Qdrant moves an indexed point out of its HNSW segment on any update, a new payload's too
+    (enrichment's tags, decay's importance): searches then scan it until a build. So payload
+    updates count like writes, and they do not hold a build back as a bulk import's writes do."""
+    quiet_s = 0.3
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE, optimize_min_changes=3, optimize_quiet_s=quiet_s)
+    store.ensure_collection()
+    store.upsert([point(f"p{i}", i, ["idx"]) for i in range(6)])
+    time.sleep(quiet_s * 2)
+    store.maintain()
+    assert store.pending_changes() == 0
+    store.set_payloads({f"p{i}": {"importance": 0.9} for i in range(3)})
+    assert store.pending_changes() == 3 and store.build_due()
+    store.maintain()
+    assert store.pending_changes() == 0
+    assert {r.payload["importance"] for r in store.retrieve(["p0", "p1", "p2"]).values()} == {0.9}
+    store.close()
+
+
 def _segment_payload_storage(path: str) -> set[str]:
     import glob
     import json
