@@ -353,10 +353,7 @@ def run_use(args: argparse.Namespace) -> dict:
     finally:
         if prober:
             prober.stop()
-        service.stop(remove=args.keep is None)
-        if args.keep is not None:
-            shutil.move(service.data_dir, args.keep)
-            print(f"the stopped store is in {args.keep}", flush=True)
+        keep_store(service, args.keep)
     return report
 
 
@@ -414,7 +411,7 @@ def run_growth(args: argparse.Namespace, save) -> dict:
             row: dict = {"memories": size}
             report["rows"].append(row)
             try:
-                measure_size(service, row, texts, queries, stored, args)
+                measure_size(service, row, texts, queries, stored, args, lambda: save(report))
             except Exception as exc:  # noqa: BLE001 - the row says what stopped the run
                 row["error"] = f"{type(exc).__name__}: {exc}"[:800]
                 row.setdefault("web_rss_mb", web_rss(service))
@@ -425,8 +422,16 @@ def run_growth(args: argparse.Namespace, save) -> dict:
             print(json.dumps(row), flush=True)
             save(report)
     finally:
-        service.stop()
+        keep_store(service, args.keep)
     return report
+
+
+def keep_store(service: EmbeddedService, keep: Path | None) -> None:
+    """Stop the service; its stopped store is moved to ``keep`` (to profile recall on it) or removed."""
+    service.stop(remove=keep is None)
+    if keep is not None:
+        shutil.move(service.data_dir, keep)
+        print(f"the stopped store is in {keep}", flush=True)
 
 
 def shard_copy_exists(service: EmbeddedService) -> bool:
@@ -462,7 +467,9 @@ def web_rss(service: EmbeddedService) -> dict | None:
 
 
 def measure_size(service: EmbeddedService, row: dict, texts: list[str], queries: list[str], stored: int,
-                 args: argparse.Namespace) -> None:
+                 args: argparse.Namespace, save=lambda: None) -> None:
+    """One size's row, saved (``save``) once recall is measured too: a run stopped during a 1M
+    size's cycles or restart keeps its recall figures."""
     size = row["memories"]
     builds_before = index_builds(service)
     started = time.monotonic()
@@ -475,6 +482,7 @@ def measure_size(service: EmbeddedService, row: dict, texts: list[str], queries:
     row["recall_plain"] = recall_latency(service, queries, tagged=False)
     row["recall_tagged"] = recall_latency(service, queries, tagged=True)
     row["web_rss_mb"] = web_rss(service)
+    save()
     row["consolidation"] = consolidation(service, args.timeout)
     row["restart"] = stop_and_restart(service, "ctrl-c", args.start_timeout)
 
@@ -543,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds allowed for each wait")
     parser.add_argument("--start-timeout", type=float, default=600)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--keep", type=Path, help="the use mode: move the stopped store here (to profile recall on it)")
+    parser.add_argument("--keep", type=Path, help="move the stopped store here (to profile recall on it)")
     args = parser.parse_args(argv)
     out = args.out or RESULTS / ("bench_lifecycle_growth.json" if args.growth else "bench_lifecycle.json")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,

@@ -135,6 +135,27 @@ def test_growth_waits_for_a_build_whose_copy_is_being_taken_before_its_start_is_
     assert built["started"] == 1 and built["seconds"] == [600.0]
 
 
+def test_a_growth_size_saves_its_recall_figures_before_its_cycles_and_restart(monkeypatch):
+    # a 1M size's cycles and restart take a quarter of an hour: a run stopped there keeps its recall
+    for name, value in {"index_builds": (0, [], 0), "send_batches": None, "wait_for": 1.0, "health": {},
+                        "wait_for_index_build": {"started": 1}, "recall_latency": {"p95_ms": 40.0},
+                        "web_rss": {"VmRSS": 1.0}}.items():
+        monkeypatch.setattr(lifecycle, name, lambda *a, value=value, **k: value)
+    saved = []
+
+    def cycles(*args):
+        raise KeyboardInterrupt  # stopped by hand during the cycles
+
+    monkeypatch.setattr(lifecycle, "consolidation", cycles)
+    row = {"memories": 10}
+    args = SimpleNamespace(timeout=60, start_timeout=60)
+    try:
+        lifecycle.measure_size(None, row, ["text"], ["q"], 0, args, save=lambda: saved.append(dict(row)))
+    except KeyboardInterrupt:
+        pass
+    assert len(saved) == 1 and saved[0]["recall_plain"] == {"p95_ms": 40.0} and "consolidation" not in saved[0]
+
+
 def test_the_prober_keeps_each_phases_slowest_samples_with_when_they_were_sent():
     prober = lifecycle.Prober(service=None, queries=["q"])
     for phase, seconds, at in [("import", 0.02, 1_800_000_000.0), ("import", 0.7, 1_800_000_001.5),
