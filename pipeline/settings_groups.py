@@ -29,8 +29,9 @@ _TUNED = RecallProfile.TUNED
 # EMBEDDED_WORKER_PROCESSES=0 starts one worker process per usable core up to this many: each
 # process holds its own copy of the model, and more than two was never measured.
 EMBEDDED_WORKER_PROCESSES_AUTO_MAX = 4
-# Also the default of a bare EdgeVectorStore (tests, probes): one source for both.
+# Also the defaults of a bare EdgeVectorStore (tests, probes): one source for both.
 EDGE_OPTIMIZE_MIN_CHANGES = 500
+EDGE_OPTIMIZE_MIN_SHARE = 0.01
 
 
 class SettingsGroup(BaseModel):
@@ -371,7 +372,8 @@ class IndexBuildTuning(SettingsGroup):
     edge_plain_max_points: int = Field(200_000, ge=0, description="Up to this many points the Edge shard is never indexed (no HNSW build): its segments stay plain and each search scans them. qdrant_edge holds the GIL for a whole build, so the web process answers nothing (recall, writes, /health) for seconds at 10k points and minutes at 100k; a scan of 100k points costs a search a few milliseconds. Past it the index is built as EDGE_OPTIMIZE_* say, in a child process with EDGE_BUILD_IN_CHILD (else in the web, which then answers nothing meanwhile). 0 = always build (docs/deployment.md, Sizing).")
     edge_build_in_child: bool = Field(True, description="Past EDGE_PLAIN_MAX_POINTS, the Edge index (HNSW) is built by a child process on a copy of the shard, niced as EMBEDDED_BACKGROUND_NICE says, and swapped in when done: the web goes on answering recalls, writes and /health meanwhile (writes wait while the copy is taken; every shard call waits for the swap, a fraction of a second). false: optimize() in the web process, which answers nothing for the build's length (qdrant_edge holds the GIL; minutes at 100k). The copy needs as much free disk as the shard (docs/deployment.md, Sizing).")
     edge_build_retry_s: float = Field(600.0, gt=0, le=86_400, description="After an Edge index build in a child process failed (non-zero exit, killed), the least time before the next try; the live shard is untouched meanwhile.")
-    edge_optimize_min_changes: int = Field(EDGE_OPTIMIZE_MIN_CHANGES, ge=1, description="Vector writes since the last optimize that trigger another.")
+    edge_optimize_min_changes: int = Field(EDGE_OPTIMIZE_MIN_CHANGES, ge=1, description="Vector writes, deletes and payload updates since the last optimize that trigger another (each moves its point out of the index).")
+    edge_optimize_min_share: float = Field(EDGE_OPTIMIZE_MIN_SHARE, ge=0, le=1, description="An Edge index build also waits until this share of the shard's points has changed since the last one (0 = EDGE_OPTIMIZE_MIN_CHANGES alone). Past EDGE_PLAIN_MAX_POINTS a build copies the whole shard and its swap pauses every shard call for seconds at a million points, while a few thousand unindexed points add a millisecond or two to a search.")
     edge_optimize_quiet_s: float = Field(5.0, ge=0, description="Vector writes must have paused this long before an optimize (keeps bulk imports from stalling behind it).")
     edge_optimize_import_max_changes: int = Field(50_000, ge=0, description="A due Edge index build also waits while the write path (persist, embed, vector queues) holds messages, unless more points than this are unindexed: a slow import (the local model) leaves vector writes quiet between batches, and each build it let through was superseded by the next while taking a core from the import (0 = never wait). Until a build, searches scan the unindexed points (~3 ms a search at 100k).")
     edge_optimize_similarity_wait_s: float = Field(120.0, ge=0, le=3600, description="A due Edge index build waits at most this long while the similarity queue holds messages (the SIMILAR_TO catch-up after an import runs first; 0 = never wait).")

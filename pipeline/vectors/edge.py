@@ -16,7 +16,7 @@ from typing import Any, Callable
 from pipeline.foreground import never_wait
 from pipeline.graph import Scope
 from pipeline.records import point_id_for
-from pipeline.settings_groups import EDGE_OPTIMIZE_MIN_CHANGES
+from pipeline.settings_groups import EDGE_OPTIMIZE_MIN_CHANGES, EDGE_OPTIMIZE_MIN_SHARE
 from pipeline.vectors import edge_swap, edge_text, shard_lock
 from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
 from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
@@ -85,7 +85,8 @@ class EdgeVectorStore:
 
     def __init__(self, path: str, vector_size: int, optimize_min_changes: int = EDGE_OPTIMIZE_MIN_CHANGES,
                  optimize_quiet_s: float = 0.0, payload_memory: str = "pinned", text_backfill: bool = False,
-                 plain_max_points: int = 0, give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None):
+                 plain_max_points: int = 0, give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None,
+                 optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -95,6 +96,7 @@ class EdgeVectorStore:
         # storage each fresh point costs a read, from RAM next to nothing (docs/recall.md).
         self._payload_memory = payload_memory
         self._optimize_min_changes = optimize_min_changes
+        self._optimize_min_share = optimize_min_share
         # Up to this many points the shard is never built (0: always built): its segments stay
         # plain and a search scans them, because qdrant_edge holds the GIL for a whole HNSW
         # build and the process that owns the shard (the web) answers nothing meanwhile.
@@ -417,9 +419,18 @@ class EdgeVectorStore:
 
     def build_due(self) -> bool:
         """Would ``maintain`` build the index now (enough changes, writes quiet, past the plain size)?"""
-        return (self._changes >= self._optimize_min_changes
+        return (self._enough_changes()
                 and time.monotonic() - self._last_change >= self._optimize_quiet_s
                 and not self.stays_plain())
+
+    def _enough_changes(self) -> bool:
+        """Enough changed since the last build for another: OPTIMIZE_MIN_CHANGES, and the
+        minimum share of the shard's points (a payload-placement conversion: any)."""
+        if self._changes < self._optimize_min_changes:
+            return False
+        if self._conversion_due or not self._optimize_min_share:
+            return True
+        return self._changes >= self._optimize_min_share * int(self._read(lambda: self._shard.info()).points_count)
 
     def pending_changes(self) -> int:
         """Points written, deleted or given a new payload since the last index build (what the
@@ -471,7 +482,7 @@ class EdgeVectorStore:
                 self.backfill_text()
             finally:
                 self._optimize_lock.release()
-        if self._changes < self._optimize_min_changes:
+        if not self._enough_changes():
             return
         # optimize() holds the shard for seconds (tens at bulk sizes): during a bulk import it
         # would stall every upsert behind it, so wait until writes have paused.

@@ -358,6 +358,24 @@ def test_edge_payload_updates_count_toward_the_next_index_build(tmp_path):
     store.close()
 
 
+def test_an_edge_index_build_waits_for_a_share_of_the_shard_to_have_changed(tmp_path):
+    """At a million points a build copies the shard and its swap pauses every shard call:
+    a few changed points are not worth one (EDGE_OPTIMIZE_MIN_SHARE)."""
+    store = EdgeVectorStore(str(tmp_path / "shard"), SIZE, optimize_min_changes=1, optimize_min_share=0.5)
+    store.ensure_collection()
+    store.upsert([point(f"p{i}", i, ["idx"]) for i in range(10)])
+    assert store.build_due()
+    store.maintain()
+    assert store.pending_changes() == 0
+    store.set_payloads({f"p{i}": {"importance": 0.9} for i in range(4)})
+    assert not store.build_due()  # 4 of 10 changed: under half
+    store.maintain()
+    assert store.pending_changes() == 4
+    store.upsert([point("p9", 9, ["idx"])])
+    assert store.build_due()
+    store.close()
+
+
 def _segment_payload_storage(path: str) -> set[str]:
     import glob
     import json
