@@ -7,7 +7,9 @@ and keyword search runs on the shard's text index (``pipeline.vectors.edge_text`
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import shutil
 import threading
 import time
@@ -40,6 +42,10 @@ log = logging.getLogger(__name__)
 INDEX_BUILD_STARTED = "edge index build started"
 INDEX_BUILD_FINISHED = "edge index build finished"
 INDEX_BUILD_FAILED = "edge index build failed; the live shard is untouched"
+# The changes since the last build, written beside the shard's files at each flush and at
+# close: Qdrant's own counts take a point an update moved out of the index for indexed, so a
+# restart that forgot them would owe no build and batch searches as if nothing were unindexed.
+CHANGES_FILE = "mempipe_changes.json"
 # qdrant_edge holds the GIL for each call, searches included: ``search_many`` splits a batch so
 # that one call scans about this many unindexed points (and runs at most SEARCH_BATCH_MAX
 # queries), so a SIMILAR_TO batch of hundreds of searches over a plain shard leaves the
@@ -146,6 +152,21 @@ class EdgeVectorStore:
         if self._journal is not None:
             self._journal.update(point_ids)
 
+    def _saved_changes(self) -> int:
+        try:
+            with open(os.path.join(self._path, CHANGES_FILE), encoding="utf-8") as handle:
+                return max(0, int(json.load(handle).get("changes") or 0))
+        except (OSError, ValueError, AttributeError):
+            return 0
+
+    def _save_changes(self) -> None:
+        """Record the unindexed changes (a build's in flight included: it may never finish)."""
+        changes = self._changes + (self._build_changes if self._build is not None else 0)
+        target = os.path.join(self._path, CHANGES_FILE)
+        with open(target + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump({"changes": changes}, handle)
+        os.replace(target + ".tmp", target)
+
     def ensure_collection(self) -> None:
         qe = self._qe
         config = edge_swap.edge_config(qe, self._size, self._payload_memory)
@@ -170,8 +191,6 @@ class EdgeVectorStore:
 
     def _open(self, config) -> bool:
         """Load the shard, or create it where there is none; True when created."""
-        import os
-
         qe = self._qe
         edge_swap.recover(self._path)  # what a build or swap interrupted by a crash left (we hold the lock)
         if os.path.isdir(self._path) and os.listdir(self._path):
@@ -186,6 +205,7 @@ class EdgeVectorStore:
                 if "vector size" in str(exc):
                     raise size_mismatch("a different number of", self._size) from exc
                 raise
+            self._changes = max(self._changes, self._saved_changes())
             return False
         os.makedirs(self._path, exist_ok=True)
         self._shard = qe.EdgeShard.create(self._path, config)
@@ -212,9 +232,6 @@ class EdgeVectorStore:
 
     def _persisted_payload_memory(self) -> str:
         """The payload placement the shard was last opened with (``cold`` when it never said)."""
-        import json
-        import os
-
         try:
             with open(os.path.join(self._path, "edge_config.json"), encoding="utf-8") as handle:
                 return str(json.load(handle).get("payload_memory") or "cold")
@@ -324,9 +341,15 @@ class EdgeVectorStore:
         return [[_edge_hit(h, q.with_payload) for h in hits] for q, hits in zip(queries, results)]
 
     def _search_batch_size(self) -> int:
-        """Queries per ``query_batch`` call: fewer the more unindexed points each one scans."""
+        """Queries per ``query_batch`` call: fewer the more unindexed points each one scans.
+
+        ``indexed_vectors_count`` goes on counting a point that an update (a new payload too)
+        moved out of its indexed segment, so the points changed since the last build count as
+        unindexed as well: after the swap of a 1M build, the 160k points enriched during it
+        were taken for indexed and scanned by SIMILAR_TO 64 queries a call, each call holding
+        the web's GIL for the whole scan."""
         info = self._read(lambda: self._shard.info())
-        unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count))
+        unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count), self._changes)
         return max(1, min(SEARCH_BATCH_MAX, SEARCH_BATCH_SCAN_POINTS // unindexed))
 
     def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None:
@@ -460,6 +483,7 @@ class EdgeVectorStore:
             written, self._unflushed = self._unflushed, 0
             if written and self._shard is not None:
                 self._shard.flush()
+                self._save_changes()
         return written
 
     def build_in_flight(self) -> bool:
@@ -628,6 +652,7 @@ class EdgeVectorStore:
             self._stop_build()
             if self._shard is not None:
                 self._shard.flush()
+                self._save_changes()
                 self._shard.close()
                 self._shard = None
                 shard_lock.release(self._path)

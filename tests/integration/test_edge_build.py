@@ -303,3 +303,22 @@ def test_a_killed_owner_leaves_no_child_building_and_its_next_start_removes_the_
     reopened.ensure_collection()
     assert reopened.count() == COUNT and siblings(path) == []
     reopened.close()
+
+
+def test_points_updated_after_a_build_count_as_unindexed_when_searches_are_batched(tmp_path, monkeypatch):
+    """Qdrant's ``indexed_vectors_count`` goes on counting a point an update moved out of its
+    indexed segment: a SIMILAR_TO batch sized by it alone scanned 160k such points 64 queries
+    a call after a 1M build."""
+    from pipeline.vectors import edge
+
+    monkeypatch.setattr(edge, "SEARCH_BATCH_SCAN_POINTS", 10_000)
+    store = EdgeVectorStore(str(tmp_path / "shard"), DIMS, optimize_min_changes=1)
+    store.ensure_collection()
+    for start in range(0, COUNT, 1000):
+        store.upsert([memory(i) for i in range(start, start + 1000)])
+    store.maintain()  # built here: no child configured
+    assert store.indexed_points() == COUNT and store._search_batch_size() == edge.SEARCH_BATCH_MAX
+    store.set_payloads({f"m{i}": {"importance": 0.9} for i in range(2000)})
+    assert store.indexed_points() == COUNT  # the moved points still counted as indexed
+    assert store._search_batch_size() == 10_000 // 2000
+    store.close()

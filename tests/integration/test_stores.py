@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -16,6 +17,7 @@ from pipeline.errors import VectorSizeMismatch
 from pipeline.graph import GraphStore, Scope, TagFilter
 from pipeline.records import Limits, build_new_record, point_id_for
 from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
+from pipeline.vectors.edge import CHANGES_FILE
 
 LIMITS = Limits.from_settings(Settings(), vector_size=384)
 
@@ -356,6 +358,26 @@ def test_edge_payload_updates_count_toward_the_next_index_build(tmp_path):
     assert store.pending_changes() == 0
     assert {r.payload["importance"] for r in store.retrieve(["p0", "p1", "p2"]).values()} == {0.9}
     store.close()
+
+
+def test_edge_changes_owed_a_build_are_remembered_across_a_restart(tmp_path):
+    """Qdrant's own counts take a re-payloaded point for indexed: the count of changes since
+    the last build is kept beside the shard (at each flush and at close)."""
+    path = str(tmp_path / "shard")
+    store = EdgeVectorStore(path, SIZE, optimize_min_changes=3, optimize_min_share=0)
+    store.ensure_collection()
+    store.upsert([point(f"p{i}", i, ["idx"]) for i in range(6)])
+    store.maintain()
+    store.set_payloads({"p0": {"importance": 0.9}, "p1": {"importance": 0.9}})
+    store.persist()
+    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 2}
+    store.close()
+    reopened = EdgeVectorStore(path, SIZE, optimize_min_changes=3, optimize_min_share=0)
+    reopened.ensure_collection()
+    assert reopened.pending_changes() == 2 and not reopened.build_due()
+    reopened.set_payloads({"p2": {"importance": 0.9}})
+    assert reopened.build_due()
+    reopened.close()
 
 
 def test_an_edge_index_build_waits_for_a_share_of_the_shard_to_have_changed(tmp_path):
