@@ -5,10 +5,12 @@
 ``ops.bench.lifecycle --growth N --keep DIR`` times recall right after a size's index build,
 with that size's enrichment and SIMILAR_TO catch-up running in the web beside it (hours of it
 at a million). This starts ``make run``'s launcher (hash provider) on the kept store itself
-with enrichment and SIMILAR_TO linking off (their queued messages are consumed without work),
-waits until it is healthy and every queue is empty, then times the growth benchmark's recalls
-(plain and tag-scoped) ``--rounds`` times: the floor recall has at that size. Prints a table,
-writes ``ops/bench/results/probe_recall_store.json``. Tooling, not product.
+with SIMILAR_TO linking off (its queued messages are consumed without work) and the enricher's
+processes paused (SIGSTOP: its backlog stays queued, untouched, and goes on after SIGCONT at
+the stop), waits until the similarity queue is empty, then times the growth benchmark's
+recalls (plain and tag-scoped) ``--rounds`` times: recall with nothing else running, on the
+shard as the kept store has it. Prints a table, writes
+``ops/bench/results/probe_recall_store.json``. Tooling, not product.
 """
 
 from __future__ import annotations
@@ -16,15 +18,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ops.bench.embedded import EmbeddedService
-from ops.bench.lifecycle import background_done, health, questions, recall_latency, wait_for, web_rss
+from ops.bench.lifecycle import health, questions, recall_latency, wait_for, web_rss
 
 RESULTS = Path(__file__).resolve().parent / "results"
 QUIET = {"EMBEDDING_PROVIDER": "hash", "ENRICHMENT_ENABLED": "false", "SIMILAR_TO_LIMIT": "0"}
+
+
+def signal_enricher(service: EmbeddedService, signum: int) -> list[int]:
+    pids = service.processes().get("enricher", [])
+    for pid in pids:
+        os.kill(pid, signum)
+    return pids
 
 
 def measure(store: Path, rounds: int, queries: list[str], start_timeout: float) -> dict:
@@ -34,7 +44,10 @@ def measure(store: Path, rounds: int, queries: list[str], start_timeout: float) 
     try:
         service.start(timeout=start_timeout)
         report["healthy_s"] = round(time.monotonic() - started, 1)
-        report["queues_empty_s"] = wait_for(service, background_done, 3600, "queues empty")
+        report["enricher_paused"] = signal_enricher(service, signal.SIGSTOP)
+        report["similarity_empty_s"] = wait_for(service, lambda h: not (h.get("queues") or {}).get("similarity"),
+                                                3600, "similarity queue empty")
+        report["queues"] = health(service).get("queues")
         report["memory_count"] = health(service).get("memory_count")
         for _ in range(rounds):
             report["rounds"].append({"plain": recall_latency(service, queries, tagged=False),
@@ -42,12 +55,13 @@ def measure(store: Path, rounds: int, queries: list[str], start_timeout: float) 
                                      "load": round(os.getloadavg()[0], 2)})
         report["web_rss_mb"] = web_rss(service)
     finally:
+        signal_enricher(service, signal.SIGCONT)  # a stopped process would not stop
         service.stop(remove=False)
     return report
 
 
 def render(report: dict) -> str:
-    lines = [f"{report.get('memory_count')} memories, quiet pipeline; healthy in {report.get('healthy_s')} s",
+    lines = [f"{report.get('memory_count')} memories, the enricher paused, SIMILAR_TO off; healthy in {report.get('healthy_s')} s",
              "| round | plain p50 / p95 / max ms | tag-scoped p50 / p95 / max ms | load |", "|---|---|---|---|"]
     for n, row in enumerate(report["rounds"], 1):
         plain, tagged = row["plain"], row["tagged"]

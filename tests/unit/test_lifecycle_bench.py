@@ -189,4 +189,4 @@ def test_the_store_probe_tables_each_rounds_plain_and_tag_scoped_recall():
     row = {"plain": {"p50_ms": 12.0, "p95_ms": 30.5, "max_ms": 41.0},
            "tagged": {"p50_ms": 9.0, "p95_ms": 20.0, "max_ms": 25.0}, "load": 1.5}
     table = probe_recall_store.render({"memory_count": 1000, "healthy_s": 3.0, "rounds": [row, row]})
-    assert table.count("| 12.0 / 30.5 / 41.0 | 9.0 / 20.0 / 25.0 | 1.5 |") == 2 and table.startswith("1000 memories")
+    assert table.count("| 12.0 / 30.5 / 41.0 | 9.0 / 20.0 / 25.0 | 1.5 |") == 2 and table.startswith("1000 memories, the enricher paused")
