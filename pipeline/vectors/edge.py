@@ -159,12 +159,15 @@ class EdgeVectorStore:
         except (OSError, ValueError, AttributeError):
             return 0
 
+    def _unindexed_changes(self) -> int:
+        """The changes the live shard's index lacks: those since the last build, and those a
+        build in a child indexes (until its swap they are unindexed here; it may never finish)."""
+        return self._changes + (self._build_changes if self._build is not None else 0)
+
     def _save_changes(self) -> None:
-        """Record the unindexed changes (a build's in flight included: it may never finish)."""
-        changes = self._changes + (self._build_changes if self._build is not None else 0)
         target = os.path.join(self._path, CHANGES_FILE)
         with open(target + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump({"changes": changes}, handle)
+            json.dump({"changes": self._unindexed_changes()}, handle)
         os.replace(target + ".tmp", target)
 
     def ensure_collection(self) -> None:
@@ -466,7 +469,7 @@ class EdgeVectorStore:
         stays plain, where none comes (its changes stay counted for the first build past the
         plain size)."""
         if self._build is not None:
-            return self._build_changes + self._changes
+            return self._unindexed_changes()
         return 0 if not self._changes or self.stays_plain() else self._changes
 
     def persist(self) -> int:
