@@ -20,7 +20,7 @@ from pipeline.services import Services
 from pipeline.stages import (MIGRATE_OP, SimilarItem, VectorItem, draining_actor, send_enrich, send_similar,
                              settle_copies, stage_actor, without_deleted)
 from pipeline.tracking import DELETED, RECALLABLE, UPDATED
-from pipeline.vectors import VectorPoint, vector_payload
+from pipeline.vectors import VectorPoint, payload_changed, vector_payload
 from pipeline.vectors.edge_payload import PackedPayload
 from pipeline.vectors.registry import CollectionSpec, CollectionState
 
@@ -109,12 +109,22 @@ def _start_enrichment(svc: Services, items: list[SimilarItem]) -> None:
 
 @stage_actor("refresh_vector_payloads")
 def refresh_vector_payloads(memory_ids: list[str]) -> None:
-    """Copy enrichment results (tags, type, summary, duplicate_of) from the graph to the points."""
+    """Copy enrichment results (tags, type, summary, duplicate_of) from the graph to the points
+    whose payload they change; a point that is missing is drift, left to sync.
+
+    Most enrichments change nothing a point holds (no entity in the text, a text too short to
+    summarise). Writing such a payload again is not free: Qdrant moves an indexed point out of
+    its HNSW segment on any update (ops.bench.probe_edge_moves), so every search scans it until
+    the next index build, and the update counts toward that build.
+    """
     svc = services()
     skipped = svc.tracker.tombstoned(memory_ids)
     memories = store_call(svc.graph.get_memories)([m for m in memory_ids if m not in skipped])
-    for memory_id, memory in memories.items():
-        store_call(svc.vectors.set_payload)(memory_id, vector_payload(memory))
+    stored = store_call(svc.vectors.retrieve)(list(memories))
+    wanted = {memory_id: vector_payload(memory) for memory_id, memory in memories.items() if memory_id in stored}
+    changed = {m: payload for m, payload in wanted.items() if payload_changed(payload, stored[m].payload)}
+    if changed:
+        store_call(svc.vectors.set_payloads)(changed)
 
 
 @stage_actor("update_vector_payload")

@@ -48,6 +48,7 @@ from pipeline.vectors.store import (
     VectorStore,
     archived_payload,
     is_excluded,
+    payload_changed,
     plain_payload,
     vector_payload,
 )
@@ -56,7 +57,7 @@ __all__ = [
     "ARCHIVED", "EDGE_COVERED_FIELDS", "EDGE_NATIVE_FIELDS", "FLOAT_INDEXES", "INDEX_BUILD_FAILED", "INDEX_BUILD_FINISHED",
     "INDEX_BUILD_STARTED", "KEYWORD_INDEXES", "EdgeVectorStore", "QdrantServerVectorStore", "VectorHit",
     "VectorPoint", "VectorQuery", "VectorRecord", "VectorStore", "archived_payload", "build_vector_store",
-    "edge_packed_payload", "is_excluded", "plain_payload", "vector_payload",
+    "edge_packed_payload", "is_excluded", "payload_changed", "plain_payload", "vector_payload",
 ]
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from pipeline.errors import VectorSizeMismatch
 from pipeline.graph import Scope, node_properties
 from pipeline.vectors.edge_payload import PackedPayload, unpack_payload
@@ -158,3 +160,15 @@ def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
         props["relevance_score"] = float(memory["relevance_score"])
     props["lifecycle"] = ARCHIVED if props["archived"] else "active"
     return props
+
+
+def _as_stored(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` as a point holds it: JSON values, and no null fields (a null field and an
+    absent one filter alike; the graph keeps no null property, a new memory's payload names them)."""
+    return {name: value for name, value in orjson.loads(orjson.dumps(payload)).items() if value is not None}
+
+
+def payload_changed(wanted: dict[str, Any], stored: dict[str, Any]) -> bool:
+    """Would writing ``wanted`` over a point whose payload reads back as ``stored`` change it?"""
+    return _as_stored(wanted) != _as_stored(stored)
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -12,6 +13,7 @@ import pytest
 from tests.fake_llm import FakeLLM
 from tests.graph_helpers import stack_graph
 from ops.bench.stack import Stack, wait_until
+from pipeline.vectors.edge import CHANGES_FILE
 
 pytestmark = pytest.mark.integration
 
@@ -68,6 +70,35 @@ def test_entities_type_and_vector_payload(api):
     wait_until(lambda: "renamed" in api.get(f"/memory/{memory_id}").json()["memory"]["tags"], message="patched")
     patched = api.get(f"/memory/{memory_id}").json()["memory"]["tags"]
     assert patched == ["renamed", "entity:people:sarah", "entity:people:rachel"]
+
+
+def test_enrichment_rewrites_only_the_payloads_it_changes(make_stack):
+    """A point is written again only when enrichment changed what it holds (here: entity tags).
+    Any update moves an indexed point out of its HNSW segment until the next build
+    (ops.bench.probe_edge_moves), so a rewrite of an unchanged payload is not free."""
+    stack = make_stack(EDGE_FLUSH_INTERVAL_S="0.2")
+    stack.start_web()
+    stack.start_worker(processes=1, threads=2)
+    stack.start_enrich_worker()
+
+    def changes() -> int | None:  # the shard's writes since its last index build, as of its last flush
+        found = list((stack.data_dir / "qdrant-edge").glob(f"*/{CHANGES_FILE}"))
+        return json.loads(found[0].read_text())["changes"] if found else None
+
+    with stack.client() as api:
+        tag = scope()
+        plain = [store(api, text, tags=[tag]) for text in
+                 ("the build is green again", "the deploy went fine", "tests pass on main now")]
+        named = store(api, "Sarah's sister is Rachel.", tags=[tag])
+        for memory_id in plain:
+            assert enriched(api, memory_id)["tags"] == [tag]
+        assert "entity:people:rachel" in enriched(api, named)["tags"]
+        wait_until(lambda: not any((api.get("/health").json()["queues"] or {"?": 1}).values()),
+                   message="every queue empty, the payload refreshes included")
+        # The web flushes the shard, and records its changes, within EDGE_FLUSH_INTERVAL_S of a write.
+        wait_until(lambda: changes() == 5, timeout=10, message="the shard flushed")
+        time.sleep(10 * 0.2)
+        assert changes() == 5  # four upserts and one payload refresh; before, one refresh per enrichment (8)
 
 
 def test_multi_hop_sisters_job_through_expand_entities(api):

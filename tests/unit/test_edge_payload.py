@@ -81,3 +81,15 @@ def test_the_embedded_store_gets_its_plain_size_from_the_settings():
     store = build_vector_store(Settings(edge_plain_max_points=1234), 8)  # nothing opened yet
     assert isinstance(store, EdgeVectorStore) and store._plain_max_points == 1234
     assert Settings().edge_plain_max_points == 200_000  # the default: a shard this small is never built
+
+
+def test_a_payload_changes_only_when_a_value_it_holds_differs():
+    from pipeline.vectors import payload_changed
+
+    stored = {"memory_id": "m1", "tags": ["a"], "importance": 1, "summary": None, "metadata": {"k": [1, 2]}}
+    # as the graph gives it back: no null property, floats where JSON had an int, tuples as lists
+    assert not payload_changed({"memory_id": "m1", "tags": ("a",), "importance": 1.0, "metadata": {"k": [1, 2]}}, stored)
+    assert payload_changed({"memory_id": "m1", "tags": ["a", "entity:people:rachel"], "importance": 1.0,
+                            "metadata": {"k": [1, 2]}}, stored)
+    assert payload_changed({**stored, "summary": "short"}, stored)
+    assert payload_changed({**stored, "metadata": {"k": [2, 1]}}, stored)
