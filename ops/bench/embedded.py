@@ -39,6 +39,9 @@ class EmbeddedService:
     # True: pass no tokens, as a newcomer's first `make run` does; the launcher generates them
     # (or finds them in the data dir) and they are read back from its tokens.json.
     tokens_from_launcher: bool = False
+    # The checkout whose launcher runs: another one (a worktree of an earlier commit) lets a
+    # probe compare two versions of the product in one run.
+    root: Path = ROOT
     process: subprocess.Popen | None = None
 
     @property
@@ -67,7 +70,7 @@ class EmbeddedService:
         if self.tokens_from_launcher:
             del env["AUTOMEM_API_TOKEN"], env["ADMIN_API_TOKEN"]
         log = open(self.data_dir / "serve.log", "ab")
-        self.process = subprocess.Popen([sys.executable, "-m", "ops.serve"], cwd=ROOT, env=env, stdout=log,
+        self.process = subprocess.Popen([sys.executable, "-m", "ops.serve"], cwd=self.root, env=env, stdout=log,
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
