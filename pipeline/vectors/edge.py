@@ -347,12 +347,12 @@ class EdgeVectorStore:
         """Queries per ``query_batch`` call: fewer the more unindexed points each one scans.
 
         ``indexed_vectors_count`` goes on counting a point that an update (a new payload too)
-        moved out of its indexed segment, so the points changed since the last build count as
-        unindexed as well: after the swap of a 1M build, the 160k points enriched during it
-        were taken for indexed and scanned by SIMILAR_TO 64 queries a call, each call holding
-        the web's GIL for the whole scan."""
+        moved out of its indexed segment, so the points changed since the last build (and those
+        a child's build in flight indexes, until its swap) count as unindexed as well: after the
+        swap of a 1M build, the 160k points enriched during it were taken for indexed and
+        scanned by SIMILAR_TO 64 queries a call, each call holding the web's GIL for the whole scan."""
         info = self._read(lambda: self._shard.info())
-        unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count), self._changes)
+        unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count), self._unindexed_changes())
         return max(1, min(SEARCH_BATCH_MAX, SEARCH_BATCH_SCAN_POINTS // unindexed))
 
     def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None:

@@ -322,3 +322,20 @@ def test_points_updated_after_a_build_count_as_unindexed_when_searches_are_batch
     assert store.indexed_points() == COUNT  # the moved points still counted as indexed
     assert store._search_batch_size() == 10_000 // 2000
     store.close()
+
+
+def test_changes_a_child_is_building_count_as_unindexed_until_its_swap(tmp_path, monkeypatch):
+    """A child's build takes the changes since the last one; the live shard scans them until the swap."""
+    from pipeline.vectors import edge
+
+    monkeypatch.setattr(edge, "SEARCH_BATCH_SCAN_POINTS", 10_000)
+    store = filled_store(str(tmp_path / "shard"))
+    store.maintain()
+    assert wait_until(lambda: store._build.poll() is not None)
+    store.maintain()  # the swap
+    assert store.indexed_points() == COUNT and store._search_batch_size() == edge.SEARCH_BATCH_MAX
+    store.set_payloads({f"m{i}": {"importance": 0.9} for i in range(2000)})
+    store.maintain()  # a second build, of those changes
+    assert store.build_in_flight() and store.build_pending() == 2000
+    assert store._search_batch_size() == 10_000 // 2000
+    store.close()
