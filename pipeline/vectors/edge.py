@@ -7,7 +7,6 @@ and keyword search runs on the shard's text index (``pipeline.vectors.edge_text`
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -19,7 +18,7 @@ from pipeline.foreground import never_wait
 from pipeline.graph import Scope
 from pipeline.records import point_id_for
 from pipeline.settings_groups import EDGE_OPTIMIZE_MIN_CHANGES, EDGE_OPTIMIZE_MIN_SHARE
-from pipeline.vectors import edge_swap, edge_text, shard_lock
+from pipeline.vectors import edge_swap, edge_text, shard_files, shard_lock
 from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
 from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
 from pipeline.vectors.rw_guard import ReadWriteGuard
@@ -154,9 +153,8 @@ class EdgeVectorStore:
 
     def _saved_changes(self) -> int:
         try:
-            with open(os.path.join(self._path, CHANGES_FILE), encoding="utf-8") as handle:
-                return max(0, int(json.load(handle).get("changes") or 0))
-        except (OSError, ValueError, AttributeError):
+            return max(0, int(shard_files.read(self._path, CHANGES_FILE).get("changes") or 0))
+        except (TypeError, ValueError):
             return 0
 
     def _unindexed_changes(self) -> int:
@@ -165,10 +163,7 @@ class EdgeVectorStore:
         return self._changes + (self._build_changes if self._build is not None else 0)
 
     def _save_changes(self) -> None:
-        target = os.path.join(self._path, CHANGES_FILE)
-        with open(target + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump({"changes": self._unindexed_changes()}, handle)
-        os.replace(target + ".tmp", target)
+        shard_files.write(self._path, CHANGES_FILE, {"changes": self._unindexed_changes()})
 
     def ensure_collection(self) -> None:
         qe = self._qe
@@ -235,11 +230,7 @@ class EdgeVectorStore:
 
     def _persisted_payload_memory(self) -> str:
         """The payload placement the shard was last opened with (``cold`` when it never said)."""
-        try:
-            with open(os.path.join(self._path, "edge_config.json"), encoding="utf-8") as handle:
-                return str(json.load(handle).get("payload_memory") or "cold")
-        except (OSError, ValueError):
-            return "cold"
+        return str(shard_files.read(self._path, "edge_config.json").get("payload_memory") or "cold")
 
     def _filter(self, query: VectorQuery, exclusions: bool = True):
         qe = self._qe

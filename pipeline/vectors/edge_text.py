@@ -19,11 +19,10 @@ build follows the migration.
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 from typing import Any, Callable
 
+from pipeline.vectors import shard_files
 from pipeline.vectors.edge_payload import unpack_payload
 
 TEXT_FIELD = "content"
@@ -51,15 +50,13 @@ def text_index_params(qe) -> Any:
 def marker_version(path: str) -> int:
     """The layout version the shard at ``path`` was brought to (0: never)."""
     try:
-        with open(os.path.join(path, MARKER), encoding="utf-8") as handle:
-            return int(json.load(handle).get("version") or 0)
-    except (OSError, ValueError):
+        return int(shard_files.read(path, MARKER).get("version") or 0)
+    except (TypeError, ValueError):
         return 0
 
 
 def write_marker(path: str) -> None:
-    with open(os.path.join(path, MARKER), "w", encoding="utf-8") as handle:
-        json.dump({"version": VERSION, "field": TEXT_FIELD}, handle)
+    shard_files.write(path, MARKER, {"version": VERSION, "field": TEXT_FIELD})
 
 
 def ensure_index(shard, qe, rebuild: bool) -> None:
