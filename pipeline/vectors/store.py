@@ -171,4 +171,3 @@ def _as_stored(payload: dict[str, Any]) -> dict[str, Any]:
 def payload_changed(wanted: dict[str, Any], stored: dict[str, Any]) -> bool:
     """Would writing ``wanted`` over a point whose payload reads back as ``stored`` change it?"""
     return _as_stored(wanted) != _as_stored(stored)
-
