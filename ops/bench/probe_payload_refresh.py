@@ -29,7 +29,7 @@ from pathlib import Path
 from ops.bench.embedded import ROOT, EmbeddedService
 from ops.bench.lifecycle import health, real_bodies, send_batches, wait_for
 from ops.bench.real import DATA, conversation_turns, slack_texts
-from pipeline.vectors.edge import CHANGES_FILE
+from pipeline.vectors.edge import saved_changes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SETTINGS = {"EMBEDDING_PROVIDER": "hash", "EDGE_FLUSH_INTERVAL_S": "1"}
@@ -41,8 +41,7 @@ def corpora(limit: int) -> dict[str, list[str]]:
 
 
 def shard_changes(service: EmbeddedService) -> int:
-    found = list((service.data_dir / "qdrant-edge").glob(f"*/{CHANGES_FILE}"))
-    return json.loads(found[0].read_text())["changes"] if found else 0
+    return sum(saved_changes(str(shard)) for shard in (service.data_dir / "qdrant-edge").glob("*/"))
 
 
 def measure(root: Path, texts: list[str], timeout: float) -> dict:

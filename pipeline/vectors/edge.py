@@ -85,6 +85,15 @@ def _edge_hit(point: Any, with_payload: bool) -> VectorHit:
     return VectorHit(memory_id, float(point.score), payload)
 
 
+
+def saved_changes(shard_path: str) -> int:
+    """The changes owed an index build that the shard's directory records (0 when none)."""
+    try:
+        return max(0, int(shard_files.read(shard_path, CHANGES_FILE).get("changes") or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 class EdgeVectorStore:
     backend = "qdrant-edge"
 
@@ -151,12 +160,6 @@ class EdgeVectorStore:
         if self._journal is not None:
             self._journal.update(point_ids)
 
-    def _saved_changes(self) -> int:
-        try:
-            return max(0, int(shard_files.read(self._path, CHANGES_FILE).get("changes") or 0))
-        except (TypeError, ValueError):
-            return 0
-
     def _unindexed_changes(self) -> int:
         """The changes the live shard's index lacks: those since the last build, and those a
         build in a child indexes (until its swap they are unindexed here; it may never finish)."""
@@ -203,7 +206,7 @@ class EdgeVectorStore:
                 if "vector size" in str(exc):
                     raise size_mismatch("a different number of", self._size) from exc
                 raise
-            self._changes = max(self._changes, self._saved_changes())
+            self._changes = max(self._changes, saved_changes(self._path))
             return False
         os.makedirs(self._path, exist_ok=True)
         self._shard = qe.EdgeShard.create(self._path, config)
