@@ -527,6 +527,7 @@ class EdgeVectorStore:
                 self._shard.flush()
             self._unflushed = 0
             self._conversion_due = False
+            self._save_changes()  # the record read at the next open: a kill before the next flush owes no build
             log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - started, 2)})
         finally:
             self._optimize_lock.release()
@@ -593,6 +594,7 @@ class EdgeVectorStore:
             raise
         self._build = None
         self._conversion_due = False
+        self._save_changes()  # as after a build in this process
         log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - build.started, 2),
                                               "caught_up": caught_up, "swap_pause_seconds": round(pause, 3)})
 

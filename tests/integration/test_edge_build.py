@@ -18,6 +18,7 @@ import pytest
 
 from pipeline.vectors import EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
 from pipeline.vectors import edge_swap, shard_lock
+from pipeline.vectors.edge import saved_changes
 from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuildOptions, sibling
 
 pytestmark = pytest.mark.integration
@@ -123,6 +124,8 @@ def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_mea
 
     store.maintain()  # the swap
     assert not store.build_in_flight() and store.indexed_points() > 0
+    # the record a restart reads says so at once, not at the next flush
+    assert saved_changes(path) == len(written) + len(deleted) + len(repayloaded)
     assert siblings(path) == []
     assert shard_lock._lock_path(path) in shard_lock._held  # the owner still holds its lock
     expected = COUNT + len(written) - len(deleted)

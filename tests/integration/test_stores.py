@@ -362,12 +362,15 @@ def test_edge_payload_updates_count_toward_the_next_index_build(tmp_path):
 
 def test_edge_changes_owed_a_build_are_remembered_across_a_restart(tmp_path):
     """Qdrant's own counts take a re-payloaded point for indexed: the count of changes since
-    the last build is kept beside the shard (at each flush and at close)."""
+    the last build is kept beside the shard (at each flush, each build and at close)."""
     path = str(tmp_path / "shard")
     store = EdgeVectorStore(path, SIZE, optimize_min_changes=3, optimize_min_share=0)
     store.ensure_collection()
     store.upsert([point(f"p{i}", i, ["idx"]) for i in range(6)])
-    store.maintain()
+    store.persist()
+    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 6}
+    store.maintain()  # the build: recorded at once, so a kill before the next flush owes none
+    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 0}
     store.set_payloads({"p0": {"importance": 0.9}, "p1": {"importance": 0.9}})
     store.persist()
     assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 2}
