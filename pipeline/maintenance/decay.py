@@ -1,7 +1,10 @@
-"""Decay: a relevance score per memory, on the node and in the vector payload.
+"""Decay: a relevance score per memory, on its node only.
 
-One graph page per step; the score is written to the nodes in one ``UNWIND`` and the
-payload change goes to the vector queue only for memories whose score moved.
+One graph page per step; the scores are written to the nodes in one ``UNWIND``. Nothing goes
+to the vector store: a payload write moves an indexed point out of its HNSW segment, and a
+daily decay run moves most scores, so keeping the score in the payload would leave a large
+shard scanned rather than searched after every run. Recall reads the score from the graph
+(``pipeline.query.graph_reads.relevance_scores``).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from pipeline.maintenance.policy import DecayPolicy
 from pipeline.records import iso
 from pipeline.resilience import store_call
 
-# Payload rewrites below this change are not worth a vector-queue message.
-PAYLOAD_EPSILON = 0.001
+# A score that moved less than this is reported as unchanged.
+CHANGE_EPSILON = 0.001
 
 
 def score_page(ctx: RunContext, memories: list[dict[str, Any]]) -> dict[str, float]:
@@ -31,19 +34,16 @@ def decay_step(ctx: RunContext, cursor: Any) -> StepResult:
     if not memories:
         return result
     scores = score_page(ctx, memories)
-    changed = {
-        m["id"]: scores[m["id"]]
-        for m in memories
-        if m.get("relevance_score") is None or abs(float(m["relevance_score"]) - scores[m["id"]]) >= PAYLOAD_EPSILON
-    }
+    changed = [
+        m["id"] for m in memories
+        if m.get("relevance_score") is None or abs(float(m["relevance_score"]) - scores[m["id"]]) >= CHANGE_EPSILON
+    ]
     result.add("scored", len(memories))
-    result.count("changed", list(changed))
+    result.count("changed", changed)
     for bound in (0.5, 0.2, 0.05):
         result.add(f"below_{bound}", sum(1 for s in scores.values() if s < bound))
     if not ctx.dry_run:
         store_call(graph_ops.set_relevance)(graph, scores, iso(ctx.now))
-        if changed:
-            ctx.outbox.patch_payloads({memory_id: {"relevance_score": score} for memory_id, score in changed.items()})
     return result
 
 

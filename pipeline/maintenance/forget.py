@@ -40,9 +40,7 @@ def forget_step(ctx: RunContext, cursor: Any) -> StepResult:
         return result
     if verdicts[ARCHIVE]:
         store_call(graph_ops.archive)(graph, verdicts[ARCHIVE], iso(ctx.now))
-        ctx.outbox.patch_payloads({
-            m: {**archived_payload(iso(ctx.now)), "relevance_score": scores[m]} for m in verdicts[ARCHIVE]
-        })
+        ctx.outbox.patch_payloads({m: archived_payload(iso(ctx.now)) for m in verdicts[ARCHIVE]})
     if verdicts[DELETE]:
         ctx.services.tracker.tombstone(verdicts[DELETE])  # a write still in flight for it is dropped too
         store_call(graph.delete_memories)(verdicts[DELETE])

@@ -35,7 +35,7 @@ from pipeline.tracking import pending_key
 from pipeline.vectors import vector_payload
 
 SYNCED_FIELDS = ("tags", "tag_prefixes", "tags_lower", "importance", "type", "timestamp", "timestamp_epoch",
-                 "archived", "archived_at", "lifecycle", "relevance_score")
+                 "archived", "archived_at", "lifecycle")
 DRIFT_KINDS = ("orphan_vector", "payload_mismatch", "stale_content", "missing_vector")
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from pipeline.embedding import Embedder, HashEmbedder
 from pipeline.graph import GraphStore, Scope, metadata_search_text
 from pipeline.query.keywords import fulltext_terms, stem
+from pipeline.query.graph_reads import relevance_scores
 from pipeline.query.lexical import PoolBM25
 from pipeline.query.names import without_names
 from pipeline.query.pronouns import in_first_person
@@ -50,7 +51,11 @@ class Candidate:
 
 
 def from_payload(payload: dict[str, Any], memory_id: str) -> dict[str, Any]:
-    return {**payload, "id": memory_id}
+    memory = {**payload, "id": memory_id}
+    # The relevance score lives on the node (``add_relevance``); a point written before that
+    # may still hold an old copy.
+    memory.pop("relevance_score", None)
+    return memory
 
 
 @dataclass
@@ -238,6 +243,20 @@ class CandidateSources:
         except Exception as exc:
             log.warning("fetching memories by id failed: %s", exc)
             return {}
+
+    def add_relevance(self, candidates: list[Candidate]) -> None:
+        """Give the vector store's hits their relevance score, which only the graph holds."""
+        from_vectors = [c for c in candidates if c.source == "qdrant"]
+        if not from_vectors:
+            return
+        try:
+            scores = relevance_scores(self.graph, sorted({c.id for c in from_vectors}))
+        except Exception as exc:  # recall answers without it, as for a memory decay has not scored
+            log.warning("relevance scores not read, graph unavailable: %s", exc)
+            return
+        for candidate in from_vectors:
+            if scores.get(candidate.id) is not None:
+                candidate.memory["relevance_score"] = scores[candidate.id]
 
     def tagged(self, vector: list[float] | None, scope: Scope, limit: int) -> list[dict[str, Any]]:
         """Memories in a (tag) scope, nearest to ``vector`` first; graph order without one."""

@@ -226,6 +226,7 @@ class RecallEngine:
         fills = self._search.apply_state(fills, ctx)
         for candidate in fills:
             candidate.outside_tag_scope = True
+        self._sources.add_relevance(fills)
         keywords = extract_keywords(request.query)
         rows = self._search.score(fills, ctx, request.query.strip(), keywords, gate=False)
         order_rows(rows, sort)
@@ -263,6 +264,7 @@ class RecallEngine:
                                   options.relation_limit)
         for row in seeds:
             row.candidate.relations = row.candidate.relations + [e.stub() for e in edges.get(row.id, [])]
+        self._sources.add_relevance(expanded)
         text = request.query.strip() if request.has_text else None
         scored = self._search.score(expanded, ctx, text, extract_keywords(text), gate=False)
         order_rows(scored, "score")

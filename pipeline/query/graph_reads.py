@@ -94,6 +94,14 @@ def replacements(graph: GraphStore, memory_ids: list[str]) -> dict[str, tuple[st
     return {row[0]: (row[1], memory_from_row(row[2])) for row in graph.read(cypher, {"ids": memory_ids})}
 
 
+def relevance_scores(graph: GraphStore, memory_ids: list[str]) -> dict[str, float | None]:
+    """The decay cycle's relevance of each memory found (None where it has not scored one yet)."""
+    if not memory_ids:
+        return {}
+    rows = graph.read("MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id, m.relevance_score", {"ids": memory_ids})
+    return {memory_id: None if score is None else float(score) for memory_id, score in rows}
+
+
 def contradictions(graph: GraphStore, memory_ids: list[str]) -> list[tuple[str, str, bool, float | None]]:
     """CONTRADICTS edges touching ``memory_ids``: (memory, other memory, outgoing, strength)."""
     if not memory_ids:

@@ -358,6 +358,7 @@ class QuerySearch:
             except Exception as exc:  # a ranking refinement: recall answers without it
                 log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
         pool = self.apply_state(pool, ctx)
+        self._sources.add_relevance(pool)
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
         if chained is not None:

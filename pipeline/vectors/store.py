@@ -156,8 +156,6 @@ def vector_payload(memory: dict[str, Any]) -> dict[str, Any]:
     props["archived"] = bool(memory.get("archived", False))
     if props["archived"]:
         props["archived_at"] = memory.get("archived_at") or "archived"
-    if memory.get("relevance_score") is not None:  # set by the decay cycle; recall's relevance component
-        props["relevance_score"] = float(memory["relevance_score"])
     props["lifecycle"] = ARCHIVED if props["archived"] else "active"
     return props
 

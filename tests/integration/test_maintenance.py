@@ -15,6 +15,7 @@ from falkordb import FalkorDB
 from pipeline.graph import GraphStore
 from pipeline.records import MemoryRecord
 from pipeline.vectors import EdgeVectorStore, VectorPoint, vector_payload
+from pipeline.vectors.edge import saved_changes
 from ops.bench.stack import ADMIN_TOKEN, Stack, wait_until
 from tests.graph_helpers import stack_graph
 
@@ -55,7 +56,11 @@ def consolidate(api, mode: str, dry_run: bool) -> dict:
 
 
 def test_decay_and_forget_known_answers(serving_stack):
-    stack = serving_stack()
+    stack = serving_stack(EDGE_FLUSH_INTERVAL_S="0.2")
+
+    def shard_changes() -> int:  # the shard's writes since its last index build, as of its last flush
+        return sum(saved_changes(str(shard)) for shard in (stack.data_dir / "qdrant-edge").glob("*/"))
+
     with stack.client() as api:
         base = {"type": "Context", "confidence": 0.5}
         ids = {
@@ -77,19 +82,28 @@ def test_decay_and_forget_known_answers(serving_stack):
         assert not api.get(f"/memory/{ids['fading']}").json()["memory"].get("archived")
         assert "relevance_score" not in api.get(f"/memory/{ids['fresh']}").json()["memory"]
 
+        # The web flushes the shard, and records its changes, within EDGE_FLUSH_INTERVAL_S of a write.
+        wait_until(lambda: shard_changes() == 6, timeout=10, message="the six upserts flushed")
+
         decay = consolidate(api, "decay", dry_run=False)
-        assert decay["counts"]["scored"] == 6
+        assert decay["counts"]["scored"] == 6 and decay["counts"]["changed"] == 6  # none had a score yet
         expected = {"fresh": 0.75, "fading": max(0.1, math.exp(-2.0) * 0.75), "important": 0.45,
                     "faded": math.exp(-4.0) * 0.75}
         for name, value in expected.items():
             got = api.get(f"/memory/{ids[name]}").json()["memory"]["relevance_score"]
             assert got == pytest.approx(value, abs=2e-3), name
-        # ...and in the vector payload, where recall's relevance component reads it. (Recall
-        # touches last_accessed, which revives a memory: ask for the protected one only.)
-        wait_until(lambda: (r := api.get("/recall", params={"query": "important old note", "tags": "d", "limit": 1}).json()["results"])
-                   and r[0]["id"] == ids["important"] and r[0]["match_type"] == "vector"
-                   and r[0]["memory"].get("relevance_score") == pytest.approx(expected["important"], abs=2e-3),
-                   message="relevance in the payload")
+        # The score stays on the node: a payload write would move the point out of its index.
+        wait_until(lambda: (q := api.get("/health").json()["queues"]) and q["vectors"] == q["maintenance"] == 0,
+                   message="the vector and maintenance queues empty")
+        time.sleep(10 * 0.2)
+        assert shard_changes() == 6
+        # Recall reads it from the graph for a vector hit, in the memory and in its score
+        # components. (Recall touches last_accessed, which revives a memory: ask for the
+        # protected one only.)
+        hit = api.get("/recall", params={"query": "important old note", "tags": "d", "limit": 1}).json()["results"][0]
+        assert hit["id"] == ids["important"] and hit["source"] == "qdrant", hit
+        assert hit["memory"]["relevance_score"] == pytest.approx(expected["important"], abs=2e-3)
+        assert hit["score_components"]["relevance"] == pytest.approx(expected["important"], abs=2e-3)
 
         refused = api.post("/consolidate", json={"mode": "forget", "dry_run": False})  # the API token alone
         assert refused.status_code == 403 and refused.json()["code"] == 403, refused.text

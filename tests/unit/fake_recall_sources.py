@@ -31,6 +31,9 @@ class ScriptedSources:
     def score_vectors(self, vector, candidates):
         pass
 
+    def add_relevance(self, candidates):
+        pass  # the scripted memories hold whatever relevance score a test gives them
+
 
 class RecordingEmbedder:
     """Two dimensions; ``vector_for(text)`` gives each text's vector (one fixed vector by default);

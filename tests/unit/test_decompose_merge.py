@@ -53,6 +53,9 @@ class _Sources:
     def keyword(self, keywords, scope, limit, query, rerank=None, read=0, source="graph", vector=None):
         return []  # "fill" asks when the vector pool is short: nothing more to find here
 
+    def add_relevance(self, candidates):
+        pass  # no memory here has been scored by decay
+
     def score_vectors(self, vector, candidates):
         for candidate in candidates:
             if candidate.vector == 0.0:

@@ -44,11 +44,13 @@ def test_forget_verdicts_respect_protection():
 
 
 def test_payload_drift_names_the_fields_that_disagree():
-    expected = {"tags": ["a"], "importance": 0.5, "type": "Context", "archived": False, "relevance_score": 0.3}
+    expected = {"tags": ["a"], "importance": 0.5, "type": "Context", "archived": False}
     assert payload_drift(expected, {**expected}) == []
     assert payload_drift(expected, {**expected, "archived": None}) == []  # missing == false
     assert payload_drift(expected, {**expected, "tags": ["b"], "importance": 0.5000000001}) == ["tags"]
-    assert payload_drift(expected, {k: v for k, v in expected.items() if k != "relevance_score"}) == ["relevance_score"]
+    assert payload_drift(expected, {k: v for k, v in expected.items() if k != "importance"}) == ["importance"]
+    # the relevance score is the node's alone: an old payload's copy is not drift
+    assert payload_drift(expected, {**expected, "relevance_score": 0.3}) == []
 
 
 def test_merge_steps_sums_counts_and_caps_samples():

@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.graph import Scope, TagFilter
+from pipeline.query.candidates import Candidate, CandidateSources, from_payload
 from pipeline.query.context import ContextProfile, language_of
 from pipeline.query.decompose import decompose
 from pipeline.query.expansion import entity_keys
@@ -223,3 +224,37 @@ def test_batched_cosines_equal_one_by_one_and_skip_missing_vectors():
     assert result[2] == pytest.approx(1.0)
     assert result[1] == result[3] == result[4] == 0.0  # missing, zero, other size
     assert cosines(query, []) == [] and cosines(query, [None]) == [0.0]
+
+
+# --- relevance, read from the graph --------------------------------------------------------
+class RelevanceGraph:
+    """Answers the relevance read with ``scores``; records the ids asked for; fails when told."""
+
+    def __init__(self, scores: dict, fail: bool = False):
+        self.scores, self.fail, self.asked = scores, fail, []
+
+    def read(self, cypher: str, params: dict) -> list:
+        if self.fail:
+            raise ConnectionError("graph down")
+        self.asked.append(params["ids"])
+        return [[memory_id, self.scores.get(memory_id)] for memory_id in params["ids"]]
+
+
+def test_vector_hits_take_their_relevance_from_the_graph_not_an_old_payload():
+    hit = Candidate(from_payload({"content": "a", "relevance_score": 0.9}, "m1"), "vector", "qdrant")
+    unscored = Candidate(from_payload({"content": "b"}, "m2"), "vector", "qdrant")
+    from_graph = Candidate({"id": "m3", "relevance_score": 0.4}, "keyword", "graph")
+    assert "relevance_score" not in hit.memory  # an old payload's copy is not trusted
+    graph = RelevanceGraph({"m1": 0.25, "m3": 0.1})
+    CandidateSources(lambda: graph, lambda: None, lambda: None, lambda: 2).add_relevance([hit, unscored, from_graph])
+    assert graph.asked == [["m1", "m2"]]  # one read, for the vector store's hits only
+    assert hit.memory["relevance_score"] == 0.25
+    assert "relevance_score" not in unscored.memory  # not scored by decay yet
+    assert from_graph.memory["relevance_score"] == 0.4
+
+
+def test_recall_scores_without_relevance_when_the_graph_cannot_say():
+    hit = Candidate(from_payload({"content": "a"}, "m1"), "vector", "qdrant")
+    graph = RelevanceGraph({}, fail=True)
+    CandidateSources(lambda: graph, lambda: None, lambda: None, lambda: 2).add_relevance([hit])
+    assert "relevance_score" not in hit.memory
