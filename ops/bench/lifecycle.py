@@ -376,11 +376,12 @@ def recall_latency(service: EmbeddedService, queries: list[str], tagged: bool) -
     return {**summary, "p95_ms": round(percentile(times, 95), 1)}
 
 
-def consolidation(service: EmbeddedService, timeout: float) -> dict:
-    """Every cycle once (forget as a dry run); seconds each took, as the run reports them."""
+def consolidation(service: EmbeddedService, timeout: float,
+                  modes: tuple[str, ...] = ("decay", "creative", "cluster", "forget")) -> dict:
+    """Each cycle in ``modes`` once (forget as a dry run); seconds each took, as the run reports them."""
     out = {}
     with httpx.Client(base_url=service.url, headers=service.headers, timeout=60) as api:
-        for mode in ("decay", "creative", "cluster", "forget"):
+        for mode in modes:
             body = {"mode": mode, "dry_run": mode == "forget"}
             runs = api.post("/consolidate", params={"wait": "false"}, json=body).json()["consolidation"]["runs"]
             run_id = next(iter(runs.values()))["run_id"]  # {mode: run}
