@@ -123,8 +123,8 @@ def refresh_vector_payloads(memory_ids: list[str]) -> None:
     stored = store_call(svc.vectors.retrieve)(list(memories))
     wanted = {memory_id: vector_payload(memory) for memory_id, memory in memories.items() if memory_id in stored}
     changed = {m: payload for m, payload in wanted.items() if payload_changed(payload, stored[m].payload)}
-    if changed:
-        store_call(svc.vectors.set_payloads)(changed)
+    if changed:  # whole payloads: a field enrichment took away (a summary) goes from the point too
+        store_call(svc.vectors.replace_payloads)(changed)
 
 
 @stage_actor("update_vector_payload")

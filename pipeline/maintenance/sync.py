@@ -166,7 +166,7 @@ def repair_step(ctx: RunContext, cursor: Any) -> StepResult:
     elif kind == "payload_mismatch":
         present = [nodes[m] for m in ids if m in nodes and nodes[m].get("type") not in ctx.settings.excluded_types]
         if present:
-            store_call(vectors.set_payloads)({m["id"]: vector_payload(m) for m in present})
+            store_call(vectors.replace_payloads)({m["id"]: vector_payload(m) for m in present})
     elif kind == "stale_content":
         present = [nodes[m] for m in ids if m in nodes and nodes[m].get("type") not in ctx.settings.excluded_types]
         if present:

@@ -397,18 +397,27 @@ class EdgeVectorStore:
         with self._writes.shared(), self._access.shared(), self._payload_lock:
             merge = [m for m, p in payloads.items() if needs_document(p, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)]
             stored = self.retrieve(merge) if merge else {}
-            # Edge applies one operation per call; in-process, so a loop costs microseconds each.
-            for memory_id, payload in payloads.items():
-                if memory_id in stored:
-                    payload = {**stored[memory_id].payload, **payload}
-                self._shard.update(self._qe.UpdateOperation.set_payload([point_id_for(memory_id)], self._pack(payload)))
-            self._journaled([point_id_for(m) for m in payloads])
-            self._unflushed += len(payloads)
-            # A payload update moves an indexed point out of its HNSW segment, as an upsert
-            # does (Qdrant copies on write): it counts toward the next build like one. It does not
-            # hold a build back (_last_change), as enrichment's background updates are not a bulk
-            # import that a build would stall.
-            self._changes += len(payloads)
+            self._write_payloads(self._qe.UpdateOperation.set_payload, {
+                memory_id: {**stored[memory_id].payload, **payload} if memory_id in stored else payload
+                for memory_id, payload in payloads.items()
+            })
+
+    def replace_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        with self._writes.shared(), self._access.shared(), self._payload_lock:
+            self._write_payloads(self._qe.UpdateOperation.overwrite_payload, payloads)
+
+    def _write_payloads(self, operation, payloads: dict[str, dict[str, Any]]) -> None:
+        """One payload operation per point (call holding ``_writes`` and ``_access`` shared)."""
+        # Edge applies one operation per call; in-process, so a loop costs microseconds each.
+        for memory_id, payload in payloads.items():
+            self._shard.update(operation([point_id_for(memory_id)], self._pack(payload)))
+        self._journaled([point_id_for(m) for m in payloads])
+        self._unflushed += len(payloads)
+        # A payload update moves an indexed point out of its HNSW segment, as an upsert
+        # does (Qdrant copies on write): it counts toward the next build like one. It does not
+        # hold a build back (_last_change), as enrichment's background updates are not a bulk
+        # import that a build would stall.
+        self._changes += len(payloads)
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
         """Points whose type is not excluded. /health asks on every call, so it is the shard's

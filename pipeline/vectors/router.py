@@ -87,11 +87,17 @@ class VectorRouter:
         self.set_payloads({memory_id: payload})
 
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
-        self.live().set_payloads(payloads)
+        self._write_payloads(payloads, lambda store, some: store.set_payloads(some))
+
+    def replace_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        self._write_payloads(payloads, lambda store, some: store.replace_payloads(some))
+
+    def _write_payloads(self, payloads: dict[str, dict[str, Any]], write) -> None:
+        write(self.live(), payloads)
         for target in self._targets():  # a target still being built lacks some points: skip those
             present = target.retrieve(list(payloads))
             if present:
-                target.set_payloads({m: p for m, p in payloads.items() if m in present})
+                write(target, {m: p for m, p in payloads.items() if m in present})
 
     # --- lifecycle --------------------------------------------------------------------
     def ensure_collection(self) -> None:

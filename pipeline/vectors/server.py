@@ -142,14 +142,18 @@ class QdrantServerVectorStore:
         return {r.memory_id: r for r in found}
 
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        self._payload_batch(payloads, lambda body: self._models.SetPayloadOperation(set_payload=body))
+
+    def replace_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
+        self._payload_batch(payloads, lambda body: self._models.OverwritePayloadOperation(overwrite_payload=body))
+
+    def _payload_batch(self, payloads: dict[str, dict[str, Any]], operation) -> None:
+        """One request: ``operation`` of each point's payload."""
         if not payloads:
             return
-        m = self._models
-        operations = [
-            m.SetPayloadOperation(set_payload=m.SetPayload(payload=payload, points=[point_id_for(memory_id)]))
-            for memory_id, payload in payloads.items()
-        ]
-        self._client.batch_update_points(self._collection, operations, wait=True)
+        bodies = [self._models.SetPayload(payload=payload, points=[point_id_for(memory_id)])
+                  for memory_id, payload in payloads.items()]
+        self._client.batch_update_points(self._collection, [operation(body) for body in bodies], wait=True)
 
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
         m = self._models

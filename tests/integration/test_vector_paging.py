@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import Settings
-from pipeline.graph import Scope
+from pipeline.graph import Scope, TagFilter
 from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, archived_payload, vector_payload
 
 pytestmark = pytest.mark.integration
@@ -44,14 +44,26 @@ def test_scroll_retrieve_patch_count_and_archived_exclusion(vectors):
     assert set(found) == {"m1", "m2"} and found["m1"].vector is None
     assert vectors.count_memories(frozenset({"MetaPattern"})) == 7 and vectors.count() == 8
 
-    vectors.set_payloads({"m1": {"relevance_score": 0.25}, "m2": archived_payload("2026-01-01")})
-    assert vectors.retrieve(["m1"])["m1"].payload["relevance_score"] == 0.25
+    vectors.set_payloads({"m1": {"summary": "old"}, "m2": archived_payload("2026-01-01")})
+    assert vectors.retrieve(["m1"])["m1"].payload["summary"] == "old"  # merged into the payload
     near_m2 = [0.0] * SIZE
     near_m2[2] = 1.0
     hits = [h.memory_id for h in vectors.search(VectorQuery(near_m2, 8))]
     assert "m2" not in hits and "m1" in hits  # archived points are out of every search
     archived = point(3, archived=True)
     assert archived.payload["lifecycle"] == "archived"  # what every search filters on
+
+
+def test_a_replaced_payload_is_the_whole_payload(vectors):
+    """set_payloads merges; replace_payloads writes the whole payload, so a field the new one
+    lacks (a summary re-enrichment took away) leaves the point, and the rest still filters."""
+    vectors.upsert([point(1, summary="old", duplicate_of="m0"), point(2)])
+    whole = point(1, tags=["u"]).payload
+    vectors.replace_payloads({"m1": whole})
+    stored = vectors.retrieve(["m1", "m2"])
+    assert stored["m1"].payload == whole and stored["m2"].payload == point(2).payload
+    near_m1 = point(1).vector
+    assert [h.memory_id for h in vectors.search(VectorQuery(near_m1, 2, Scope(TagFilter(("u",)))))] == ["m1"]
 
 
 def test_search_excludes_archived_and_excluded_types_even_when_nearest(vectors):
