@@ -31,8 +31,8 @@ its ratio; the import's also against the model given the same length-sorted grou
 persist stage uses (``pipeline.embed_batches``), and each against the model called from a
 worker's threads taking turns (what the pipeline can run: ``model_alone.model_run_apart``).
 ``--growth`` uses the hash provider (the model would take days at 1M): each size is reached
-through ``POST /memory/batch``, then recall p50/p95 (plain and tag-scoped), the web's RSS, a
-restart and one run of every consolidation cycle are measured. Prints a table and writes
+through ``POST /memory/batch``, then recall p50/p95 (plain and tag-scoped), the web's RSS, one
+run of every consolidation cycle, plain recall again after them, and a restart are measured. Prints a table and writes
 ``ops/bench/results/bench_lifecycle.json``.
 """
 
@@ -485,6 +485,8 @@ def measure_size(service: EmbeddedService, row: dict, texts: list[str], queries:
     row["web_rss_mb"] = web_rss(service)
     save()
     row["consolidation"] = consolidation(service, args.timeout)
+    # what the cycles' writes did to the index (a point written is scanned until a build)
+    row["recall_plain_after_cycles"] = recall_latency(service, queries, tagged=False)
     row["restart"] = stop_and_restart(service, "ctrl-c", args.start_timeout)
 
 
