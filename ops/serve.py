@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from api.bind import Bind, unauthenticated_exposure
@@ -27,6 +28,7 @@ from ops.tokens import load_or_create_tokens
 from pipeline.stages import ALL_QUEUES, ENRICH_QUEUE, VECTOR_OWNER_QUEUES
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
+from pipeline.settings_groups import STORE_START_WAIT_MAX_S
 from pipeline.stopping import worker_shutdown_ms
 
 
@@ -65,6 +67,7 @@ class Supervisor:
         env = {
             **os.environ,
             **tokens,
+            **children_store_wait(os.environ),
             "MEMPIPE_EMBEDDED": "1",
             "MEMPIPE_DATA_DIR": str(self.data_dir),
             "HF_HUB_OFFLINE": "1",
@@ -149,6 +152,18 @@ class Supervisor:
         self.graph.stop()
         self.broker.stop()
         print("mempipe: stopped")
+
+
+def children_store_wait(environ: Mapping[str, str]) -> dict[str, str]:
+    """How long the launcher's processes wait for the stores, unless the user said.
+
+    The launcher watches the servers it started (an answer, or CPU spent while loading) and
+    stops everything on a real failure (``EMBEDDED_STORE_ANSWER_TIMEOUT_S``). Its processes see
+    only the answers: a graph decoding a large key answers nothing for tens of seconds at a
+    million memories, which STORE_START_WAIT_S's 30 s read as a dead store (the web exited,
+    docs/benchmarks-log.md, session 32). So they wait as long as the setting allows, and the
+    launcher decides."""
+    return {} if "STORE_START_WAIT_S" in environ else {"STORE_START_WAIT_S": f"{STORE_START_WAIT_MAX_S:g}"}
 
 
 def spawn_child(args: list[str], env: dict[str, str], nice: int = 0) -> subprocess.Popen:

@@ -34,6 +34,10 @@ EDGE_OPTIMIZE_MIN_CHANGES = 500
 EDGE_OPTIMIZE_MIN_SHARE = 0.01
 
 
+# The longest a starting process may be told to wait for its stores (the embedded launcher's
+# processes wait this long: it watches the servers itself).
+STORE_START_WAIT_MAX_S = 600.0
+
 class SettingsGroup(BaseModel):
     """One group of settings: a title for the table and the tier that decides where it is listed."""
 
@@ -325,7 +329,7 @@ class ProcessSettings(SettingsGroup):
     actor_time_limit_s: float = Field(600.0, gt=0, description="Longest a stage may run on one message before Dramatiq interrupts it and the message is retried like a failure. Stages cut their work into messages that finish in seconds; raise it only for consolidation on a very large store.")
     retry_min_backoff_ms: int = Field(250, ge=1, description="First retry delay; doubles each retry.")
     retry_max_backoff_ms: int = Field(60_000, ge=1, description="Longest retry delay.")
-    store_start_wait_s: float = Field(30.0, gt=0, le=600, description="How long a starting process waits for the broker or the graph to answer at all before it gives up; a store answering LOADING (reading its data) is waited for as long as it loads.")
+    store_start_wait_s: float = Field(30.0, gt=0, le=STORE_START_WAIT_MAX_S, description="How long a starting process waits for the broker or the graph to answer at all before it gives up; a store answering LOADING (reading its data) is waited for as long as it loads. Unset, `make run`'s launcher gives its processes the longest wait (600 s): it watches the servers it started and stops everything on a real failure (EMBEDDED_STORE_ANSWER_TIMEOUT_S).")
     heartbeat_timeout_ms: int = Field(15_000, ge=1000, description="Silence after which a worker is presumed dead; its messages are back on their queues within 1.25x this (docs/delivery.md).")
     dead_message_ttl_days: int = Field(3650, ge=1, description="How long dead-lettered messages are kept for inspection and replay.")
     clock_tick_seconds: float = Field(60.0, gt=0, description="How often the clock wakes to enqueue due jobs.")

@@ -134,3 +134,20 @@ def test_the_web_builds_its_model_and_opens_its_shard_while_the_graph_still_load
     with pytest.raises(GraphLoading):
         asyncio.run(start())
     assert events == ["imports", ("wait", ("broker",)), "model built", "shard opened", ("wait", ("graph",))]
+
+
+def test_the_launchers_processes_leave_a_loading_graph_to_the_launcher(monkeypatch, tmp_path):
+    """The launcher watches its servers' progress; its processes wait as long as the setting
+    allows, so a graph silent for a minute while it decodes (1M memories) is not a dead one."""
+    assert Settings(STORE_START_WAIT_S=serve.children_store_wait({})["STORE_START_WAIT_S"]).store_start_wait_s == 600
+    assert serve.children_store_wait({"STORE_START_WAIT_S": "45"}) == {}  # the user's word stands
+    monkeypatch.delenv("STORE_START_WAIT_S", raising=False)
+    supervisor = serve.Supervisor(Settings(MEMPIPE_DATA_DIR=str(tmp_path)))
+    envs: dict[str, dict] = {}
+    for server in (supervisor.broker, supervisor.graph):
+        monkeypatch.setattr(server, "spawn", lambda: None)
+        monkeypatch.setattr(server, "wait_ready", lambda *args, **kwargs: None)
+    monkeypatch.setattr(supervisor, "_spawn", lambda name, args, env, **kwargs: envs.setdefault(name, env))
+    supervisor.start()
+    assert {name: env["STORE_START_WAIT_S"] for name, env in envs.items()} == dict.fromkeys(
+        ("worker", "enricher", "web", "clock"), "600")
