@@ -32,8 +32,8 @@ persist stage uses (``pipeline.embed_batches``), and each against the model call
 worker's threads taking turns (what the pipeline can run: ``model_alone.model_run_apart``).
 ``--growth`` uses the hash provider (the model would take days at 1M): each size is reached
 through ``POST /memory/batch``, then recall p50/p95 (plain and tag-scoped), the web's RSS, one
-run of every consolidation cycle, plain recall again after them, and a restart are measured. Prints a table and writes
-``ops/bench/results/bench_lifecycle.json``.
+run of every consolidation cycle, plain recall again after them, and a restart are measured.
+Prints a table and writes ``ops/bench/results/bench_lifecycle.json``.
 """
 
 from __future__ import annotations
