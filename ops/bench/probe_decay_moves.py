@@ -9,9 +9,9 @@ provider; enrichment and SIMILAR_TO off, so that decay is the only writer after 
 would be) on a fresh store, stores ``--memories`` real texts through ``POST /memory/batch`` as
 the growth benchmark does, waits for the index build, stores one memory more (so that the
 shard's record of its writes since the build is flushed, whichever commit runs), times the
-growth benchmark's plain recalls, runs one decay cycle, then reads the shard's record of its writes since the build
-(``mempipe_changes.json``) and times the same recalls again, right away (before any build the
-decay's writes may start has swapped in).
+growth benchmark's plain recalls, runs one decay cycle, then reads the shard's record of its
+writes since the build (``mempipe_changes.json``) and times the same recalls again, right away
+(before any build the decay's writes may start has swapped in).
 
 ``--before DIR`` also runs the launcher of another checkout (a worktree of an earlier commit)
 on the same texts, so one run gives both figures. Prints a table and writes
@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ops.bench.embedded import ROOT, EmbeddedService, index_builds
-from ops.bench.lifecycle import (consolidation, health, questions, real_bodies, recall_latency, send_batches,
-                                 wait_for, wait_for_index_build, write_path_done)
+from ops.bench.lifecycle import (background_done, consolidation, health, questions, real_bodies, recall_latency,
+                                 send_batches, wait_for, wait_for_index_build, write_path_done)
 from ops.bench.probe_payload_refresh import commit_of, shard_changes
 from ops.bench.real import DATA, conversation_turns, slack_texts
 
@@ -46,10 +46,6 @@ def texts() -> list[str]:
     return slack + [t["content"] for t in conversation_turns(10**6)]
 
 
-def queues_empty(h: dict) -> bool:
-    return bool(h.get("queues")) and not any(h["queues"].values())
-
-
 def measure(root: Path, corpus: list[str], memories: int, plain_max: int, timeout: float) -> dict:
     service = EmbeddedService(env_overrides=settings(plain_max), root=root)
     queries = questions(200)
@@ -58,7 +54,7 @@ def measure(root: Path, corpus: list[str], memories: int, plain_max: int, timeou
         builds_before = index_builds(service)
         send_batches(service, real_bodies(corpus, memories))
         wait_for(service, write_path_done(memories), timeout, f"{memories} recallable")
-        wait_for(service, queues_empty, timeout, "every queue empty")
+        wait_for(service, background_done, timeout, "every queue empty")
         build = wait_for_index_build(service, timeout, builds_before)
         # One more memory: the web records the shard's changes at a flush (within an interval
         # of a write), and a build of an earlier commit left its record as it was before it.
@@ -68,7 +64,7 @@ def measure(root: Path, corpus: list[str], memories: int, plain_max: int, timeou
         changes_built = shard_changes(service)
         recall_built = recall_latency(service, queries, tagged=False)
         decay = consolidation(service, timeout, modes=("decay",))["decay"]
-        wait_for(service, queues_empty, timeout, "the decay's messages applied")
+        wait_for(service, background_done, timeout, "the decay's messages applied")
         time.sleep(3 * FLUSH_S)
         changes_decayed = shard_changes(service)
         recall_decayed = recall_latency(service, queries, tagged=False)

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ops.bench.embedded import ROOT, EmbeddedService
-from ops.bench.lifecycle import health, real_bodies, send_batches, wait_for
+from ops.bench.lifecycle import background_done, health, real_bodies, send_batches, wait_for
 from ops.bench.real import DATA, conversation_turns, slack_texts
 from pipeline.vectors.edge import saved_changes
 
@@ -51,7 +51,7 @@ def measure(root: Path, texts: list[str], timeout: float) -> dict:
         started = time.monotonic()
         send_batches(service, real_bodies(texts, len(texts)))
         written = time.monotonic() - started
-        idle = wait_for(service, lambda h: h.get("queues") and not any(h["queues"].values()), timeout, "every queue empty")
+        idle = wait_for(service, background_done, timeout, "every queue empty")
         time.sleep(3 * float(SETTINGS["EDGE_FLUSH_INTERVAL_S"]))  # the web flushes within an interval of a write
         memories = health(service)["memory_count"]
         changes = shard_changes(service)
