@@ -29,8 +29,9 @@ from pathlib import Path
 from ops.bench.embedded import ROOT, EmbeddedService, index_builds
 from ops.bench.lifecycle import (background_done, consolidation, health, questions, real_bodies, recall_latency,
                                  send_batches, wait_for, wait_for_index_build, write_path_done)
-from ops.bench.probe_payload_refresh import commit_of, shard_changes
+from ops.bench.probe_payload_refresh import commit_of
 from ops.bench.real import DATA, conversation_turns, slack_texts
+from ops.bench.stack import shard_changes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FLUSH_S = 1.0
@@ -61,12 +62,12 @@ def measure(root: Path, corpus: list[str], memories: int, plain_max: int, timeou
         send_batches(service, real_bodies(corpus, memories + 1, start=memories))
         wait_for(service, write_path_done(memories + 1), timeout, "one more memory recallable")
         time.sleep(3 * FLUSH_S)
-        changes_built = shard_changes(service)
+        changes_built = shard_changes(service.data_dir)
         recall_built = recall_latency(service, queries, tagged=False)
         decay = consolidation(service, timeout, modes=("decay",))["decay"]
         wait_for(service, background_done, timeout, "the decay's messages applied")
         time.sleep(3 * FLUSH_S)
-        changes_decayed = shard_changes(service)
+        changes_decayed = shard_changes(service.data_dir)
         recall_decayed = recall_latency(service, queries, tagged=False)
         return {"memories": health(service)["memory_count"], "index_build": build,
                 "changes_after_build": changes_built, "decay": decay,

@@ -29,7 +29,7 @@ from pathlib import Path
 from ops.bench.embedded import ROOT, EmbeddedService
 from ops.bench.lifecycle import background_done, health, real_bodies, send_batches, wait_for
 from ops.bench.real import DATA, conversation_turns, slack_texts
-from pipeline.vectors.edge import saved_changes
+from ops.bench.stack import shard_changes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SETTINGS = {"EMBEDDING_PROVIDER": "hash", "EDGE_FLUSH_INTERVAL_S": "1"}
@@ -38,10 +38,6 @@ SETTINGS = {"EMBEDDING_PROVIDER": "hash", "EDGE_FLUSH_INTERVAL_S": "1"}
 def corpora(limit: int) -> dict[str, list[str]]:
     slack = [t for name in ("r-contributors", "houstondatavis") for t in slack_texts(DATA / "slack-dev" / name)]
     return {"slack-dev": slack[:limit], "locomo+realtalk-dev turns": [t["content"] for t in conversation_turns(limit)]}
-
-
-def shard_changes(service: EmbeddedService) -> int:
-    return sum(saved_changes(str(shard)) for shard in (service.data_dir / "qdrant-edge").glob("*/"))
 
 
 def measure(root: Path, texts: list[str], timeout: float) -> dict:
@@ -54,7 +50,7 @@ def measure(root: Path, texts: list[str], timeout: float) -> dict:
         idle = wait_for(service, background_done, timeout, "every queue empty")
         time.sleep(3 * float(SETTINGS["EDGE_FLUSH_INTERVAL_S"]))  # the web flushes within an interval of a write
         memories = health(service)["memory_count"]
-        changes = shard_changes(service)
+        changes = shard_changes(service.data_dir)
         return {"memories": memories, "shard_changes": changes, "payload_rewrites": changes - memories,
                 "rewrites_per_memory": round((changes - memories) / memories, 3) if memories else None,
                 "written_s": round(written, 1), "idle_after_last_write_s": idle}

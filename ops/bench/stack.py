@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from ops.redis_servers import RedisServer, free_port
+from pipeline.vectors.edge import saved_changes
 
 ROOT = Path(__file__).resolve().parents[2]
 API_TOKEN = "test-api-token"
@@ -227,6 +228,12 @@ def discard_data(stack: Stack) -> None:
     if f"memories_{stack.name}" in graph.list_graphs():
         graph.select_graph(f"memories_{stack.name}").delete()
     shutil.rmtree(stack.data_dir, ignore_errors=True)
+
+
+def shard_changes(data_dir: Path) -> int:
+    """The writes since their last index build that a data dir's Edge shards record (as of
+    each shard's last flush: the web flushes within ``EDGE_FLUSH_INTERVAL_S`` of a write)."""
+    return sum(saved_changes(str(shard)) for shard in (data_dir / "qdrant-edge").glob("*/"))
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):

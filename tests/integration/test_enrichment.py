@@ -11,8 +11,7 @@ import pytest
 
 from tests.fake_llm import FakeLLM
 from tests.graph_helpers import stack_graph
-from ops.bench.stack import Stack, wait_until
-from pipeline.vectors.edge import saved_changes
+from ops.bench.stack import Stack, shard_changes, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -80,9 +79,6 @@ def test_enrichment_rewrites_only_the_payloads_it_changes(make_stack):
     stack.start_worker(processes=1, threads=2)
     stack.start_enrich_worker()
 
-    def changes() -> int:  # the shard's writes since its last index build, as of its last flush
-        return sum(saved_changes(str(shard)) for shard in (stack.data_dir / "qdrant-edge").glob("*/"))
-
     with stack.client() as api:
         tag = scope()
         plain = [store(api, text, tags=[tag]) for text in
@@ -94,9 +90,9 @@ def test_enrichment_rewrites_only_the_payloads_it_changes(make_stack):
         wait_until(lambda: not any((api.get("/health").json()["queues"] or {"?": 1}).values()),
                    message="every queue empty, the payload refreshes included")
         # The web flushes the shard, and records its changes, within EDGE_FLUSH_INTERVAL_S of a write.
-        wait_until(lambda: changes() == 5, timeout=10, message="the shard flushed")
+        wait_until(lambda: shard_changes(stack.data_dir) == 5, timeout=10, message="the shard flushed")
         time.sleep(10 * 0.2)
-        assert changes() == 5  # four upserts and one payload refresh; before, one refresh per enrichment (8)
+        assert shard_changes(stack.data_dir) == 5  # four upserts and one payload refresh; before, one refresh per enrichment (8)
 
 
 def test_multi_hop_sisters_job_through_expand_entities(api):

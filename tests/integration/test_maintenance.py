@@ -15,8 +15,7 @@ from falkordb import FalkorDB
 from pipeline.graph import GraphStore
 from pipeline.records import MemoryRecord
 from pipeline.vectors import EdgeVectorStore, VectorPoint, vector_payload
-from pipeline.vectors.edge import saved_changes
-from ops.bench.stack import ADMIN_TOKEN, Stack, wait_until
+from ops.bench.stack import ADMIN_TOKEN, Stack, shard_changes, wait_until
 from tests.graph_helpers import stack_graph
 
 pytestmark = pytest.mark.integration
@@ -58,9 +57,6 @@ def consolidate(api, mode: str, dry_run: bool) -> dict:
 def test_decay_and_forget_known_answers(serving_stack):
     stack = serving_stack(EDGE_FLUSH_INTERVAL_S="0.2")
 
-    def shard_changes() -> int:  # the shard's writes since its last index build, as of its last flush
-        return sum(saved_changes(str(shard)) for shard in (stack.data_dir / "qdrant-edge").glob("*/"))
-
     with stack.client() as api:
         base = {"type": "Context", "confidence": 0.5}
         ids = {
@@ -83,7 +79,7 @@ def test_decay_and_forget_known_answers(serving_stack):
         assert "relevance_score" not in api.get(f"/memory/{ids['fresh']}").json()["memory"]
 
         # The web flushes the shard, and records its changes, within EDGE_FLUSH_INTERVAL_S of a write.
-        wait_until(lambda: shard_changes() == 6, timeout=10, message="the six upserts flushed")
+        wait_until(lambda: shard_changes(stack.data_dir) == 6, timeout=10, message="the six upserts flushed")
 
         decay = consolidate(api, "decay", dry_run=False)
         assert decay["counts"]["scored"] == 6 and decay["counts"]["changed"] == 6  # none had a score yet
@@ -96,7 +92,7 @@ def test_decay_and_forget_known_answers(serving_stack):
         wait_until(lambda: (q := api.get("/health").json()["queues"]) and q["vectors"] == q["maintenance"] == 0,
                    message="the vector and maintenance queues empty")
         time.sleep(10 * 0.2)
-        assert shard_changes() == 6
+        assert shard_changes(stack.data_dir) == 6
         # Recall reads it from the graph for a vector hit, in the memory and in its score
         # components. (Recall touches last_accessed, which revives a memory: ask for the
         # protected one only.)
