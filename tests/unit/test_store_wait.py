@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 import redis
@@ -11,7 +12,7 @@ import api.app as app_module
 import ops.serve as serve
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
-from pipeline.store_wait import Store, graph_url, redacted, wait_for_store
+from pipeline.store_wait import Store, graph_url, redacted, takes_connections, wait_for_store
 
 
 class ScriptedStore:
@@ -41,8 +42,8 @@ class FakeClock:
         self.now += seconds
 
 
-def _wait(client, clock, silence_s=1.0):
-    wait_for_store(Store("graph", "redis://h:1"), client, silence_s, clock=clock, sleep=clock.sleep)
+def _wait(client, clock, silence_s=1.0, listening=lambda: False):
+    wait_for_store(Store("graph", "redis://h:1"), client, silence_s, listening=listening, clock=clock, sleep=clock.sleep)
 
 
 def test_a_store_that_answers_loading_is_waited_for_far_past_the_silence_budget():
@@ -70,6 +71,33 @@ def test_silence_after_loading_counts_from_its_last_answer():
     with pytest.raises(ConfigurationError):
         _wait(client, clock, silence_s=1.0)
     assert 3.8 < clock.now < 4.5  # LOADING until 2.9 s, then the 1 s budget
+
+
+def test_a_store_whose_port_takes_connections_but_answers_late_is_waited_for():
+    """FalkorDB reads a graph as one unit: no LOADING answer for tens of seconds, reads time out."""
+    clock = FakeClock()
+    client = ScriptedStore([redis.TimeoutError("Timeout reading from socket")] * 300, clock)
+    _wait(client, clock, silence_s=1.0, listening=lambda: True)
+    assert client.pings == 301 and clock.now > 30
+
+
+def test_timeouts_from_a_port_that_takes_no_connection_are_silence():
+    clock = FakeClock()
+    client = ScriptedStore([], clock)
+    client.script_end = redis.TimeoutError("Timeout connecting to server")
+    with pytest.raises(ConfigurationError, match="did not answer within 1s"):
+        _wait(client, clock, silence_s=1.0, listening=lambda: False)
+    assert clock.now < 1.5
+
+
+def test_takes_connections_asks_the_clients_own_port():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()  # accepts into its backlog, never answers: a server busy loading
+        port = server.getsockname()[1]
+        assert takes_connections(redis.Redis(host="127.0.0.1", port=port))
+    assert not takes_connections(redis.Redis(host="127.0.0.1", port=port))  # closed now
+    assert not takes_connections(redis.Redis(unix_socket_path="/nonexistent.sock"))
 
 
 def test_refused_credentials_fail_at_once():
