@@ -1,6 +1,9 @@
 """Decay: a relevance score per memory, on its node only.
 
-One graph page per step; the scores are written to the nodes in one ``UNWIND``. Nothing goes
+One graph page per step; the scores that moved are written to the nodes in one ``UNWIND``
+(``relevance_at`` is when a node's score was last written). Only the moved ones: most of an old
+store sits at its importance floor, and every write lengthens the graph's append-only log that
+a restart replays. Nothing goes
 to the vector store: a payload write moves an indexed point out of its HNSW segment, and a
 daily decay run moves most scores, so keeping the score in the payload would leave a large
 shard scanned rather than searched after every run. Recall reads the score from the graph
@@ -18,7 +21,7 @@ from pipeline.maintenance.policy import DecayPolicy
 from pipeline.records import iso
 from pipeline.resilience import store_call
 
-# A score that moved less than this is reported as unchanged.
+# A score that moved less than this is left as it is (and reported as unchanged).
 CHANGE_EPSILON = 0.001
 
 
@@ -34,16 +37,16 @@ def decay_step(ctx: RunContext, cursor: Any) -> StepResult:
     if not memories:
         return result
     scores = score_page(ctx, memories)
-    changed = [
-        m["id"] for m in memories
+    changed = {
+        m["id"]: scores[m["id"]] for m in memories
         if m.get("relevance_score") is None or abs(float(m["relevance_score"]) - scores[m["id"]]) >= CHANGE_EPSILON
-    ]
+    }
     result.add("scored", len(memories))
-    result.count("changed", changed)
+    result.count("changed", list(changed))
     for bound in (0.5, 0.2, 0.05):
         result.add(f"below_{bound}", sum(1 for s in scores.values() if s < bound))
     if not ctx.dry_run:
-        store_call(graph_ops.set_relevance)(graph, scores, iso(ctx.now))
+        store_call(graph_ops.set_relevance)(graph, changed, iso(ctx.now))
     return result
 
 

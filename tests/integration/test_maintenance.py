@@ -93,6 +93,12 @@ def test_decay_and_forget_known_answers(serving_stack):
                    message="the vector and maintenance queues empty")
         time.sleep(10 * 0.2)
         assert shard_changes(stack.data_dir) == 6
+        # A second run seconds later moves no score by CHANGE_EPSILON, so it writes no node.
+        written_at = dict(stack_graph(stack).query("MATCH (m:Memory) RETURN m.id, m.relevance_at").result_set)
+        assert len(written_at) == 6 and None not in written_at.values()
+        again = consolidate(api, "decay", dry_run=False)
+        assert again["counts"]["scored"] == 6 and "changed" not in again["counts"], again
+        assert dict(stack_graph(stack).query("MATCH (m:Memory) RETURN m.id, m.relevance_at").result_set) == written_at
         # Recall reads it from the graph for a vector hit, in the memory and in its score
         # components. (Recall touches last_accessed, which revives a memory: ask for the
         # protected one only.)
@@ -116,7 +122,7 @@ def test_decay_and_forget_known_answers(serving_stack):
                    message="archived memory out of recall")
         status = api.get("/consolidate/status").json()
         assert {"decay", "cluster", "creative", "sync"} <= set(status["next_runs"])
-        assert [h["kind"] for h in status["history"][:3]] == ["forget", "decay", "forget"]
+        assert [h["kind"] for h in status["history"][:4]] == ["forget", "decay", "decay", "forget"]
         assert all(h["duration_s"] >= 0 for h in status["history"])
 
 
