@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from pipeline.vectors.edge_swap import edge_config
+from pipeline.vectors.edge_swap import ShardLayout
 
 DIMS = 384
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| update of half the points | search ms before | after | indexed_vectors_count after |\n|---|---|---|---|")
     for how in ("none", "set_payload", "upsert"):
         with tempfile.TemporaryDirectory() as directory:
-            shard = qe.EdgeShard.create(directory, edge_config(qe, DIMS, "cached"))
+            shard = qe.EdgeShard.create(directory, ShardLayout(DIMS, "cached").config(qe))
             for start in range(0, args.points, 2000):
                 shard.update(qe.UpdateOperation.upsert_points(points[start:start + 2000]))
             shard.optimize()

@@ -100,7 +100,7 @@ class EdgeVectorStore:
     def __init__(self, path: str, vector_size: int, optimize_min_changes: int = EDGE_OPTIMIZE_MIN_CHANGES,
                  optimize_quiet_s: float = 0.0, payload_memory: str = "pinned", text_backfill: bool = False,
                  plain_max_points: int = 0, give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None,
-                 optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE):
+                 optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE, vector_codes: str = "none"):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -109,6 +109,8 @@ class EdgeVectorStore:
         # Recall reads the payload of every hit (40-80 per query); from the default on-disk
         # storage each fresh point costs a read, from RAM next to nothing (docs/recall.md).
         self._payload_memory = payload_memory
+        self._layout = edge_swap.ShardLayout(vector_size, payload_memory, vector_codes)
+        self._search_params = self._layout.search_params(qe)
         self._optimize_min_changes = optimize_min_changes
         self._optimize_min_share = optimize_min_share
         # Up to this many points the shard is never built (0: always built): its segments stay
@@ -170,7 +172,7 @@ class EdgeVectorStore:
 
     def ensure_collection(self) -> None:
         qe = self._qe
-        config = edge_swap.edge_config(qe, self._size, self._payload_memory)
+        config = self._layout.config(qe)
         fresh = False
         if self._shard is None:  # once open in this process it stays open (a shard opens once)
             shard_lock.acquire(self._path)  # refuses, naming the holder, when another process owns it
@@ -295,7 +297,8 @@ class EdgeVectorStore:
 
         def run(exclusions: bool):
             request = qe.SearchRequest(query=qe.Query.Nearest(query.vector), limit=query.limit,
-                                       filter=self._filter(query, exclusions), with_payload=with_payload)
+                                       filter=self._filter(query, exclusions), with_payload=with_payload,
+                                       params=self._search_params)
             with self._access.shared():
                 return self._shard.search(request)
         hits = run(exclusions=False)
@@ -317,7 +320,8 @@ class EdgeVectorStore:
         def request(query: VectorQuery, exclusions: bool):
             with_payload = True if query.with_payload else qe.PayloadSelector.Include(["memory_id", "lifecycle", "type"])
             return qe.QueryRequest(limit=query.limit, query=qe.Query.Nearest(query.vector),
-                                   filter=self._filter(query, exclusions), with_payload=with_payload)
+                                   filter=self._filter(query, exclusions), with_payload=with_payload,
+                                   params=self._search_params)
 
         step = self._search_batch_size()
 
@@ -561,7 +565,7 @@ class EdgeVectorStore:
                 edge_swap.copy_shard(self._path, build_path)
                 self._journal = set()
             paused = time.monotonic() - started
-            self._build = ChildBuild(self._path, self._size, self._payload_memory, self._child_build)
+            self._build = ChildBuild(self._path, self._layout, self._child_build)
         except BaseException:
             shutil.rmtree(build_path, ignore_errors=True)
             self._build_failed(changes)
@@ -611,7 +615,7 @@ class EdgeVectorStore:
         """Bring the built copy up to date and make it the live shard; returns (points caught up,
         seconds every shard call waited). A failure leaves the old shard live, as it was."""
         qe = self._qe
-        config = edge_swap.edge_config(qe, self._size, self._payload_memory)
+        config = self._layout.config(qe)
         caught_up = 0
         if len(self._journal) > edge_swap.CATCH_UP_PAUSED_MAX:
             # Many points written during the build: most are copied into the built shard while

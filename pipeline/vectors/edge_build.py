@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from pipeline.vectors.edge_swap import edge_config
+from pipeline.vectors.edge_swap import ShardLayout
 
 
 def _die_with_parent(parent: int) -> None:
@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path")
     parser.add_argument("--size", type=int, required=True)
     parser.add_argument("--payload-memory", default="pinned")
+    parser.add_argument("--vector-codes", default="none")
     parser.add_argument("--nice", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)
@@ -44,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(args.nice)
     import qdrant_edge as qe
 
-    shard = qe.EdgeShard.load(args.path, edge_config(qe, args.size, args.payload_memory))
+    layout = ShardLayout(args.size, args.payload_memory, args.vector_codes)
+    shard = qe.EdgeShard.load(args.path, layout.config(qe))
     shard.optimize()
     shard.flush()
     shard.close()

@@ -50,6 +50,11 @@ CATCH_UP_PAUSED_MAX = 1_000
 CATCH_UP_ROUNDS = 5
 # How long a stop waits for a child it has asked to end before killing it.
 CHILD_STOP_S = 5.0
+# Int8 codes (ShardLayout): the share of each dimension's values the code range covers (the
+# rest are clipped), and how many candidates per requested hit are rescored on float32 vectors
+# (ops.bench.probe_edge_quantized: recall@10 against exact search 1.0 with 2, 0.93 with 1).
+CODES_QUANTILE = 0.99
+CODES_OVERSAMPLING = 2.0
 
 
 @dataclass(frozen=True)
@@ -65,10 +70,35 @@ def sibling(path: str, suffix: str) -> str:
     return path.rstrip("/") + suffix
 
 
-def edge_config(qe: Any, size: int, payload_memory: str) -> Any:
-    """The shard's configuration: the web and the child must open it alike."""
-    return qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=size, distance=qe.Distance.Cosine),
-                         payload_memory=getattr(qe.Memory, payload_memory.capitalize()))
+@dataclass(frozen=True)
+class ShardLayout:
+    """How the shard is configured: the web and the child must open it alike.
+
+    ``vector_codes`` (EDGE_VECTOR_CODES): ``int8`` keeps a one-byte-a-dimension copy of every
+    vector in RAM beside the float32 one, made by each index build; the HNSW build and walk
+    compare codes, and a search rescores its best ``limit × CODES_OVERSAMPLING`` candidates on
+    the float32 vectors. Segments never built (below EDGE_PLAIN_MAX_POINTS) have no codes.
+    """
+
+    size: int
+    payload_memory: str = "pinned"
+    vector_codes: str = "none"
+
+    def config(self, qe: Any) -> Any:
+        codes = (qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=CODES_QUANTILE, always_ram=True)
+                 if self.vector_codes == "int8" else None)
+        return qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self.size, distance=qe.Distance.Cosine,
+                                                         quantization_config=codes),
+                             payload_memory=getattr(qe.Memory, self.payload_memory.capitalize()))
+
+    def search_params(self, qe: Any) -> Any:
+        """What every dense search asks for (None: the engine's defaults)."""
+        if self.vector_codes != "int8":
+            return None
+        return qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True, oversampling=CODES_OVERSAMPLING))
+
+    def child_args(self) -> list[str]:
+        return ["--size", str(self.size), "--payload-memory", self.payload_memory, "--vector-codes", self.vector_codes]
 
 
 def recover(path: str) -> list[str]:
@@ -114,12 +144,12 @@ def _child_env() -> dict[str, str]:
 class ChildBuild:
     """One build of ``<shard>.build`` in a child process."""
 
-    def __init__(self, path: str, size: int, payload_memory: str, options: ChildBuildOptions):
+    def __init__(self, path: str, layout: ShardLayout, options: ChildBuildOptions):
         self.path = path
         self.build_path = sibling(path, BUILD)
         self.started = time.monotonic()
-        args = [options.python, "-m", "pipeline.vectors.edge_build", self.build_path, "--size", str(size),
-                "--payload-memory", payload_memory, "--nice", str(options.nice), "--parent", str(os.getpid())]
+        args = [options.python, "-m", "pipeline.vectors.edge_build", self.build_path, *layout.child_args(),
+                "--nice", str(options.nice), "--parent", str(os.getpid())]
         # No preexec_fn (unsafe in a threaded process): the child nices itself. Its stderr is
         # the web's, so a failing build's traceback lands in the web's log. It imports this
         # very code, wherever the web was started from.

@@ -436,6 +436,44 @@ def test_edge_payloads_in_ram_and_a_cold_shard_converted_at_its_next_index_build
     reopened.close()
 
 
+def _quantized_segments(path: str) -> int:
+    import glob
+
+    return len(glob.glob(f"{path}/segments/*/vector_storage/quantized.data"))
+
+
+def test_an_index_build_keeps_int8_codes_and_searches_rescore_on_float32(tmp_path):
+    """EDGE_VECTOR_CODES=int8: the build keeps codes beside the vectors; a search walks the codes
+    and rescores on float32, so each hit's score is its exact cosine. A build below Edge's own
+    indexing threshold (~6,600 points of 384 dimensions) indexes nothing: 7,000 points."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(50, 384))
+    rows = centres[rng.integers(0, 50, 7000)] + 0.7 * rng.normal(size=(7000, 384))
+    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    queries = centres[:20] / np.linalg.norm(centres[:20], axis=1, keepdims=True)
+    exact = [set(np.argsort(-(rows @ q))[:10].tolist()) for q in queries]
+    found = {}
+    for codes in ("int8", "none"):
+        path = str(tmp_path / codes)
+        store = EdgeVectorStore(path, 384, optimize_min_changes=1, vector_codes=codes)
+        store.ensure_collection()
+        store.upsert([VectorPoint(f"m{i}", row.tolist(), vector_payload({"id": f"m{i}", "content": "c", "tags": ["t"]}))
+                      for i, row in enumerate(rows)])
+        store.maintain()  # builds in this process (no child configured, plain size 0)
+        store.finish_build()
+        assert _quantized_segments(path) == (1 if codes == "int8" else 0)
+        found[codes] = []
+        for query, truth in zip(queries, exact):
+            hits = store.search(VectorQuery(query.tolist(), 10))
+            for hit in hits:
+                assert hit.score == pytest.approx(float(rows[int(hit.memory_id[1:])] @ query), abs=1e-5)
+            found[codes].append(len(truth & {int(h.memory_id[1:]) for h in hits}) / 10)
+        store.close()
+    assert np.mean(found["int8"]) >= np.mean(found["none"]) - 0.02, found
+
+
 def test_a_shard_under_its_plain_size_has_no_build_pending(tmp_path):
     """Its changes stay counted for the first build past the plain size, but no build is coming:
     SIMILAR_TO must not wait for one (a 100k import once held every linking message for its

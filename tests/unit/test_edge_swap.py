@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, copy_shard, recover, sibling
+from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, ShardLayout, copy_shard, recover, sibling
 
 
 def _dir(path: str, marker: str) -> None:
@@ -58,7 +58,7 @@ def test_the_copy_replaces_a_stale_one(tmp_path):
 def test_a_child_reports_its_exit_and_a_stop_ends_it_and_removes_its_copy(tmp_path):
     live = str(tmp_path / "shard")
     _dir(sibling(live, BUILD), "copy")
-    failing = ChildBuild(live, 8, "pinned", ChildBuildOptions(python="/bin/false"))
+    failing = ChildBuild(live, ShardLayout(8), ChildBuildOptions(python="/bin/false"))
     failing._process.wait(30)
     assert failing.poll() == 1
     slow = tmp_path / "slow.py"
@@ -67,10 +67,19 @@ def test_a_child_reports_its_exit_and_a_stop_ends_it_and_removes_its_copy(tmp_pa
     sleeper = tmp_path / "sleeper"
     sleeper.write_text(f"#!/bin/sh\nexec {sys.executable} {slow}\n")
     sleeper.chmod(0o755)
-    running = ChildBuild(live, 8, "pinned", ChildBuildOptions(python=str(sleeper)))
+    running = ChildBuild(live, ShardLayout(8), ChildBuildOptions(python=str(sleeper)))
     assert running.poll() is None
     running.stop()
     assert running.poll() is not None and not os.path.exists(sibling(live, BUILD))
+
+
+def test_the_child_opens_the_copy_with_the_webs_layout(tmp_path):
+    live = str(tmp_path / "shard")
+    child = ChildBuild(live, ShardLayout(384, "cached", "int8"), ChildBuildOptions(python="/bin/true"))
+    child._process.wait(30)
+    args = child._process.args
+    given = {flag: args[args.index(flag) + 1] for flag in ("--size", "--payload-memory", "--vector-codes")}
+    assert given == {"--size": "384", "--payload-memory": "cached", "--vector-codes": "int8"}
 
 
 def test_the_child_imports_the_code_the_web_runs_wherever_it_was_started(tmp_path, monkeypatch):
