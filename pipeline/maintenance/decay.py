@@ -3,11 +3,10 @@
 One graph page per step; the scores that moved are written to the nodes in one ``UNWIND``
 (``relevance_at`` is when a node's score was last written). Only the moved ones: most of an old
 store sits at its importance floor, and every write lengthens the graph's append-only log that
-a restart replays. Nothing goes
-to the vector store: a payload write moves an indexed point out of its HNSW segment, and a
-daily decay run moves most scores, so keeping the score in the payload would leave a large
-shard scanned rather than searched after every run. Recall reads the score from the graph
-(``pipeline.query.graph_reads.relevance_scores``).
+a restart replays. Nothing goes to the vector store: a payload write moves an indexed point out
+of its HNSW segment, and a daily decay run moves most young memories' scores, so keeping the
+score in the payload would leave a large shard scanned rather than searched after every run.
+Recall reads the score from the graph (``pipeline.query.graph_reads.relevance_scores``).
 """
 
 from __future__ import annotations
