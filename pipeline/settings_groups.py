@@ -29,9 +29,10 @@ _TUNED = RecallProfile.TUNED
 # EMBEDDED_WORKER_PROCESSES=0 starts one worker process per usable core up to this many: each
 # process holds its own copy of the model, and more than two was never measured.
 EMBEDDED_WORKER_PROCESSES_AUTO_MAX = 4
-# Also the defaults of a bare EdgeVectorStore (tests, probes): one source for both.
+# Also the defaults of a bare EdgeVectorStore (tests, probes) and ShardLayout: one source for both.
 EDGE_OPTIMIZE_MIN_CHANGES = 500
 EDGE_OPTIMIZE_MIN_SHARE = 0.01
+EDGE_VECTOR_CODES = "int8"
 
 
 # The longest a starting process may be told to wait for its stores (the embedded launcher's
@@ -340,7 +341,7 @@ class ProcessSettings(SettingsGroup):
     embedded_store_answer_timeout_s: float = Field(20.0, gt=0, le=600, description="Embedded default: how long a starting redis-server may go without answering, or while loading without progress, before the launcher gives up (a loading server is waited for as long as it progresses).")
     worker_metrics_dir: Path = Field(Path("/tmp/mempipe-worker-metrics"), description="Where worker processes share their metric files (prometheus_client multiprocess mode); one subfolder per dramatiq command.")
     edge_text_backfill: bool = Field(False, description="Repack an Edge shard written before the keyword text index so that keyword search runs in the shard (new shards have it from the start). Off by default: the repack rewrites every point's payload while the web holds the GIL in steps, and above EDGE_PLAIN_MAX_POINTS it is followed by a full index build (in a child process with EDGE_BUILD_IN_CHILD; else in the web, which answers nothing meanwhile); enable it for a maintenance window. Until then keyword search uses the graph's full-text index.")
-    edge_vector_codes: Literal["int8", "none"] = Field("int8", description="int8: each Edge index build also keeps a one-byte-a-dimension code of every vector in RAM (384 B a memory), walks the HNSW graph on the codes and rescores the best candidates on the float32 vectors; a build takes about half the time and a search reads a quarter of the vector bytes. none: float32 only. Segments below EDGE_PLAIN_MAX_POINTS are never built, so they have no codes; an existing shard takes the setting at its next index build.")
+    edge_vector_codes: Literal["int8", "none"] = Field(EDGE_VECTOR_CODES, description="int8: each Edge index build also keeps a one-byte-a-dimension code of every vector in RAM (384 B a memory), walks the HNSW graph on the codes and rescores the best candidates on the float32 vectors; a build takes about half the time and a search reads a quarter of the vector bytes. none: float32 only. Segments below EDGE_PLAIN_MAX_POINTS are never built, so they have no codes; an existing shard takes the setting at its next index build.")
     edge_payload_memory: Literal["pinned", "cached", "cold"] = Field("pinned", description="Where the Edge shard holds point payloads: pinned (in RAM, ~0.8 KB per memory), cached, or cold (read from disk per point, ~55 us each; a recall reads 40-80). An existing shard converts at its next index build.")
 
 

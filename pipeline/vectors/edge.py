@@ -17,7 +17,7 @@ from typing import Any, Callable
 from pipeline.foreground import never_wait
 from pipeline.graph import Scope
 from pipeline.records import point_id_for
-from pipeline.settings_groups import EDGE_OPTIMIZE_MIN_CHANGES, EDGE_OPTIMIZE_MIN_SHARE
+from pipeline.settings_groups import EDGE_OPTIMIZE_MIN_CHANGES, EDGE_OPTIMIZE_MIN_SHARE, EDGE_VECTOR_CODES
 from pipeline.vectors import edge_swap, edge_text, shard_files, shard_lock
 from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
 from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
@@ -100,7 +100,7 @@ class EdgeVectorStore:
     def __init__(self, path: str, vector_size: int, optimize_min_changes: int = EDGE_OPTIMIZE_MIN_CHANGES,
                  optimize_quiet_s: float = 0.0, payload_memory: str = "pinned", text_backfill: bool = False,
                  plain_max_points: int = 0, give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None,
-                 optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE, vector_codes: str = "none"):
+                 optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE, vector_codes: str = EDGE_VECTOR_CODES):
         import qdrant_edge as qe
 
         self._qe = qe

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path")
     parser.add_argument("--size", type=int, required=True)
     parser.add_argument("--payload-memory", default="pinned")
-    parser.add_argument("--vector-codes", default="none")
+    parser.add_argument("--vector-codes", required=True)
     parser.add_argument("--nice", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)

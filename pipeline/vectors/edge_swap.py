@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from pipeline.processes import end_process
+from pipeline.settings_groups import EDGE_VECTOR_CODES
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class ShardLayout:
 
     size: int
     payload_memory: str = "pinned"
-    vector_codes: str = "none"
+    vector_codes: str = EDGE_VECTOR_CODES
 
     def config(self, qe: Any) -> Any:
         codes = (qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=CODES_QUANTILE, always_ram=True)
