@@ -10,7 +10,8 @@ pass rather than an HNSW build. Past the plain size, where the shard is built wi
 same codes can carry the graph's walk. Measured here for each shard layout:
 
 - ``optimize()`` seconds (what the build would hold the GIL for, in whichever process runs it);
-- search p50 / p95 at ``limit`` 50 (recall's fetch size) and recall@10 against exact cosine;
+- search p50 / p95 at ``limit`` 50 (recall's fetch size) and recall@10 against exact cosine,
+  unscoped and filtered on one of 50 tags (a keyword index, as tag-scoped recall filters);
 - the resident pages of a fresh process that only loads the shard and searches it
   (VmRSS, its own heap RssAnon and mapped files RssFile, in MB), as the web would after a swap.
 
@@ -36,6 +37,7 @@ import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LIMIT = 50
+TAGS = 50  # tag-scoped searches filter on one of these (a 2 % share of the points)
 OVERSAMPLING = 2.0
 PLAIN_SEARCHES = {  # label: (layout, search params name)
     "plain float32 (shipped below EDGE_PLAIN_MAX_POINTS)": ("plain", None),
@@ -61,15 +63,22 @@ def shard_config(qe, layout: str):
                          optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1))
 
 
+def tag_of(row: int) -> str:
+    """One of TAGS values, as the growth benchmark tags its memories (``lifecycle-<n % 50>``)."""
+    return f"t{row % TAGS}"
+
+
 def build(path: str, layout: str, vectors: np.ndarray) -> float:
     """The shard written in chunks as the vector stage writes; ``optimize()`` seconds (0 for plain)."""
     import qdrant_edge as qe
 
     shard = qe.EdgeShard.create(path, shard_config(qe, layout))
+    shard.update(qe.UpdateOperation.create_field_index("tag", qe.PayloadSchemaType.Keyword))
     for start in range(0, len(vectors), 2000):
         rows = vectors[start:start + 2000]
         shard.update(qe.UpdateOperation.upsert_points(
-            [qe.Point(start + i + 1, row.tolist(), {"memory_id": str(start + i)}) for i, row in enumerate(rows)]))
+            [qe.Point(start + i + 1, row.tolist(), {"memory_id": str(start + i), "tag": tag_of(start + i)})
+             for i, row in enumerate(rows)]))
     took = 0.0
     if layout != "plain":  # "hnsw" included: the shipped build past the plain size
         began = time.perf_counter()
@@ -89,30 +98,41 @@ def resident_mb() -> dict[str, float]:
     return out
 
 
-def measure(path: str, layout: str, params_name: str | None, queries_file: str, exact_file: str) -> dict:
-    """In a fresh process: load the shard, search every query twice (the second round timed)."""
+def measure(path: str, layout: str, params_name: str | None, queries_file: str, exact_file: str,
+            tagged_exact_file: str) -> dict:
+    """In a fresh process: load the shard, search every query twice (the second round timed),
+    unscoped and then filtered on one tag (query ``n`` on ``tag_of(n)``)."""
     import qdrant_edge as qe
 
-    queries, exact = np.load(queries_file), np.load(exact_file)
+    queries, exact, tagged_exact = np.load(queries_file), np.load(exact_file), np.load(tagged_exact_file)
     before = resident_mb()
     shard = qe.EdgeShard.load(path, shard_config(qe, layout))
     params = (qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING))
               if params_name == "rescore" else None)
-    times, found = [], []
-    for round_ in range(2):
-        for query, truth in zip(queries, exact):
-            began = time.perf_counter()
-            hits = shard.search(qe.SearchRequest(query=qe.Query.Nearest(query.tolist()), limit=LIMIT, params=params,
-                                                 with_payload=qe.PayloadSelector.Include(["memory_id"])))
-            if round_:
-                times.append((time.perf_counter() - began) * 1000)
-                found.append(len(set(truth.tolist()) & {int(h.id) for h in hits[:10]}) / 10)
+
+    def timed(truths: np.ndarray, scoped: bool) -> dict:
+        times, found = [], []
+        for round_ in range(2):
+            for n, (query, truth) in enumerate(zip(queries, truths)):
+                condition = (qe.Filter(must=[qe.FieldCondition(key="tag", match=qe.MatchValue(tag_of(n)))])
+                             if scoped else None)
+                began = time.perf_counter()
+                hits = shard.search(qe.SearchRequest(query=qe.Query.Nearest(query.tolist()), limit=LIMIT, params=params,
+                                                     filter=condition,
+                                                     with_payload=qe.PayloadSelector.Include(["memory_id"])))
+                if round_:
+                    times.append((time.perf_counter() - began) * 1000)
+                    found.append(len(set(truth.tolist()) & {int(h.id) for h in hits[:10]}) / 10)
+        times.sort()
+        return {"p50_ms": round(times[len(times) // 2], 2), "p95_ms": round(times[int(len(times) * 0.95)], 2),
+                "recall_at_10": round(float(np.mean(found)), 4)}
+
+    row = timed(exact, scoped=False)
     after = resident_mb()
+    row["tagged"] = timed(tagged_exact, scoped=True)
     shard.close()
-    times.sort()
-    return {"p50_ms": round(times[len(times) // 2], 2), "p95_ms": round(times[int(len(times) * 0.95)], 2),
-            "recall_at_10": round(float(np.mean(found)), 4),
-            "resident_mb": {key: round(after[key] - before[key], 1) for key in after}}
+    row["resident_mb"] = {key: round(after[key] - before[key], 1) for key in after}
+    return row
 
 
 def clustered(points: int, queries: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -142,9 +162,14 @@ def real(texts: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_set(name: str, vectors: np.ndarray, queries: np.ndarray, scratch: Path, searches: dict) -> dict:
-    exact = np.argsort(-(vectors @ queries.T), axis=0)[:10].T + 1  # point ids are row + 1
+    similarity = vectors @ queries.T
+    exact = np.argsort(-similarity, axis=0)[:10].T + 1  # point ids are row + 1
+    tags = np.arange(len(vectors)) % TAGS
+    tagged_exact = np.stack([np.argsort(-np.where(tags == n % TAGS, similarity[:, n], -np.inf))[:10] + 1
+                             for n in range(len(queries))])
     np.save(scratch / "queries.npy", queries)
     np.save(scratch / "exact.npy", exact)
+    np.save(scratch / "tagged_exact.npy", tagged_exact)
     layouts = sorted({layout for layout, _ in searches.values()})
     paths = {layout: str(scratch / f"{name}-{layout}") for layout in layouts}
     optimize_s = {layout: round(build(paths[layout], layout, vectors), 2) for layout in layouts}
@@ -153,19 +178,21 @@ def run_set(name: str, vectors: np.ndarray, queries: np.ndarray, scratch: Path, 
     for label, (layout, params) in searches.items():
         with spawn.Pool(1) as pool:
             rows[label] = pool.apply(measure, (paths[layout], layout, params, str(scratch / "queries.npy"),
-                                               str(scratch / "exact.npy")))
+                                               str(scratch / "exact.npy"), str(scratch / "tagged_exact.npy")))
         rows[label]["optimize_s"] = optimize_s[layout]
     return {"points": len(vectors), "queries": len(queries), "searches": rows}
 
 
 def render(report: dict) -> str:
-    lines = ["| vectors | shard | optimize s | search p50 / p95 ms | recall@10 | resident MB of a loaded shard: all (heap / files) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| vectors | shard | optimize s | search p50 / p95 ms | recall@10 | one tag (2 %): p50 / p95 ms | recall@10 "
+             "| resident MB of a loaded shard: all (heap / files) |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, result in report["sets"].items():
         for label, row in result["searches"].items():
-            rss = row["resident_mb"]
+            rss, tagged = row["resident_mb"], row["tagged"]
             lines.append(f"| {name} ({result['points']:,}) | {label} | {row['optimize_s']} | {row['p50_ms']} / {row['p95_ms']} "
-                         f"| {row['recall_at_10']} | {rss.get('VmRSS')} ({rss.get('RssAnon')} / {rss.get('RssFile')}) |")
+                         f"| {row['recall_at_10']} | {tagged['p50_ms']} / {tagged['p95_ms']} | {tagged['recall_at_10']} "
+                         f"| {rss.get('VmRSS')} ({rss.get('RssAnon')} / {rss.get('RssFile')}) |")
     return "\n".join(lines)
 
 
