@@ -1,4 +1,4 @@
-"""A plain Edge shard against one whose vectors are also kept as int8 codes without an HNSW graph.
+"""Edge shards with and without int8 codes of their vectors, with and without an HNSW graph.
 
     python -m ops.bench.probe_edge_quantized [--points 100000] [--hnsw-points 50000] [--real 3000]
 
@@ -35,18 +35,19 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.vectors.edge_swap import CODES_OVERSAMPLING, CODES_QUANTILE, ShardLayout
+
 RESULTS = Path(__file__).resolve().parent / "results"
 LIMIT = 50
 TAGS = 50  # tag-scoped searches filter on one of these (a 2 % share of the points)
-OVERSAMPLING = 2.0
 PLAIN_SEARCHES = {  # label: (layout, search params name)
     "plain float32 (shipped below EDGE_PLAIN_MAX_POINTS)": ("plain", None),
     "int8 codes, no graph: default search": ("int8_no_graph", None),
-    f"int8 codes, no graph: rescore, oversampling {OVERSAMPLING:g}": ("int8_no_graph", "rescore"),
+    f"int8 codes, no graph: rescore, oversampling {CODES_OVERSAMPLING:g}": ("int8_no_graph", "rescore"),
 }
 GRAPH_SEARCHES = {
     "HNSW, float32 (shipped above EDGE_PLAIN_MAX_POINTS)": ("hnsw", None),
-    f"HNSW on int8 codes: rescore, oversampling {OVERSAMPLING:g}": ("hnsw_int8", "rescore"),
+    f"HNSW on int8 codes: rescore, oversampling {CODES_OVERSAMPLING:g}": ("hnsw_int8", "rescore"),
 }
 
 
@@ -55,8 +56,8 @@ def shard_config(qe, layout: str):
     optimized (indexing_threshold 1 KB: every segment, however small the set)."""
     if layout == "plain":
         return qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=384, distance=qe.Distance.Cosine))
-    codes = (qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
-             if layout.endswith("int8") or layout == "int8_no_graph" else None)
+    codes = (qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=CODES_QUANTILE, always_ram=True)
+             if "int8" in layout else None)
     graph = qe.HnswIndexConfig(m=0 if layout == "int8_no_graph" else 16, ef_construct=100, full_scan_threshold=10)
     return qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=384, distance=qe.Distance.Cosine, quantization_config=codes,
                                                      hnsw_config=graph),
@@ -107,8 +108,8 @@ def measure(path: str, layout: str, params_name: str | None, queries_file: str, 
     queries, exact, tagged_exact = np.load(queries_file), np.load(exact_file), np.load(tagged_exact_file)
     before = resident_mb()
     shard = qe.EdgeShard.load(path, shard_config(qe, layout))
-    params = (qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING))
-              if params_name == "rescore" else None)
+    # "rescore": what the shipped store asks for with codes on
+    params = ShardLayout(384, vector_codes="int8").search_params(qe) if params_name == "rescore" else None
 
     def timed(truths: np.ndarray, scoped: bool) -> dict:
         times, found = [], []
