@@ -1,10 +1,13 @@
 """What the web sees while the Edge index is built: in a child process (EDGE_BUILD_IN_CHILD) or in-process.
 
-    python -m ops.bench.probe_edge_build --points 40000 [--modes child,in-process] [--nice 10]
+    python -m ops.bench.probe_edge_build --points 40000 [--modes child,in-process,codes-child] [--nice 10]
 
 One ``EdgeVectorStore`` per mode, as the web holds it: ``--points`` random 384-d points with a
-memory's payload, ``plain_max_points`` lowered so the build is due at this size. Beside the
-build, as in the web process:
+memory's payload. ``child`` and ``in-process`` build the HNSW graph (``plain_max_points``
+lowered so the build is due at this size); ``codes-child`` is the codes-only build a shard
+under its plain size gets (EDGE_CODES_BUILD_MIN_CHANGES), in a child. Each row also times 100
+quiet searches at limit 50 before the build and after it. Beside the build, as in the web
+process:
 
 - a heartbeat thread wakes every 10 ms: its longest gap is the longest anything held the GIL;
 - a recall thread searches every 100 ms (``store.search``, what recall's vector step calls), each
@@ -82,14 +85,31 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
+def quiet_searches(store: EdgeVectorStore, count: int = 100) -> float:
+    """p50 ms of ``count`` searches at recall's fetch size, nothing else running (after a warm-up round)."""
+    rng = np.random.default_rng(11)
+    queries = [rng.standard_normal(DIMS).tolist() for _ in range(count)]
+    times = []
+    for round_ in range(2):
+        for query in queries:
+            began = time.perf_counter()
+            store.search(VectorQuery(query, 50))
+            times.append((time.perf_counter() - began) * 1000)
+    return round(_percentile(times[count:], 50), 2)
+
+
 def run_mode(mode: str, points: int, nice: int, directory: str, vectors) -> dict:
-    child = ChildBuildOptions(nice=nice, retry_s=3600) if mode == "child" else None
+    child = ChildBuildOptions(nice=nice, retry_s=3600) if mode in ("child", "codes-child") else None
+    # codes-child: under the plain size, a codes-only build due at once
+    plain_max = points * 10 if mode == "codes-child" else 1000
     path = f"{directory}/{mode}/shard"
-    store = EdgeVectorStore(path, DIMS, optimize_min_changes=1, plain_max_points=1000, child_build=child)
+    store = EdgeVectorStore(path, DIMS, optimize_min_changes=1, plain_max_points=plain_max, child_build=child,
+                            codes_build_min_changes=1)
     store.ensure_collection()
     for start in range(0, points, 1000):
         store.upsert([_point(vectors, i) for i in range(start, min(points, start + 1000))])
     store.persist()
+    search_before = quiet_searches(store)
     handler = _Builds()
     edge_log = logging.getLogger("pipeline.vectors.edge")
     edge_log.addHandler(handler)
@@ -148,6 +168,7 @@ def run_mode(mode: str, points: int, nice: int, directory: str, vectors) -> dict
     for thread in threads:
         thread.join(60)
     edge_log.removeHandler(handler)
+    search_after = quiet_searches(store)
 
     during = [ms for at, ms in recalls if started <= at <= ended]
     written = [ms for at, ms in writes if started <= at <= ended]
@@ -162,6 +183,7 @@ def run_mode(mode: str, points: int, nice: int, directory: str, vectors) -> dict
         "writes_during": len(written), "write_max_ms": round(max(written, default=0.0), 1),
         "copy_s": first.get("copy_seconds"), "swap_pause_s": finished.get("swap_pause_seconds"),
         "caught_up": finished.get("caught_up"),
+        "search_p50_before_ms": search_before, "search_p50_after_ms": search_after,
     }
     store.close()
     return row
@@ -204,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         copies = copy_gil(shard, directory)
     du = {"points": args.points, "rows": rows, "copy": copies}
     columns = ["mode", "build_s", "heartbeat_longest_gap_ms", "recalls_during", "recall_p50_ms", "recall_p99_ms",
-               "recall_max_ms", "writes_during", "write_max_ms", "copy_s", "swap_pause_s", "caught_up"]
+               "recall_max_ms", "writes_during", "write_max_ms", "copy_s", "swap_pause_s", "caught_up",
+               "search_p50_before_ms", "search_p50_after_ms"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for row in rows:

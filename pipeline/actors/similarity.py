@@ -40,9 +40,9 @@ def _large_index_build_due(svc) -> Callable[[], bool]:
     Then the build goes first (api.index_maintainer) and linking waits for it: until its
     swap, every search scans every unindexed point, holding the web's GIL (at a million,
     the build's catch-up of the points written meanwhile crawled behind those scans). A
-    shard under its plain size (``EDGE_PLAIN_MAX_POINTS``) gets no build, and a Qdrant server
-    indexes as it goes: never then, or every message would sit out its longest wait for a
-    build that does not come.
+    shard under its plain size (``EDGE_PLAIN_MAX_POINTS``) gets only codes-only builds, once
+    enough changed, and a Qdrant server indexes as it goes: no wait otherwise, or every
+    message would sit out its longest wait for a build that does not come.
     """
     bound = svc.settings.edge_optimize_similarity_wait_max_changes
     build_pending = getattr(svc.vectors, "build_pending", lambda: 0)

@@ -73,7 +73,7 @@ def build_vector_store(settings: Settings, vector_size: int, collection: str | N
             str(settings.edge_path.parent / name), vector_size, settings.edge_optimize_min_changes,
             settings.edge_optimize_quiet_s, settings.edge_payload_memory, settings.edge_text_backfill,
             settings.edge_plain_max_points, give_way, child_build, settings.edge_optimize_min_share,
-            vector_codes=settings.edge_vector_codes,
+            vector_codes=settings.edge_vector_codes, codes_build_min_changes=settings.edge_codes_build_min_changes,
         )
     return QdrantServerVectorStore(client or QdrantServerVectorStore.client_for(settings), name, vector_size)
 

@@ -17,7 +17,12 @@ from typing import Any, Callable
 from pipeline.foreground import never_wait
 from pipeline.graph import Scope
 from pipeline.records import point_id_for
-from pipeline.settings_groups import EDGE_OPTIMIZE_MIN_CHANGES, EDGE_OPTIMIZE_MIN_SHARE, EDGE_VECTOR_CODES
+from pipeline.settings_groups import (
+    EDGE_CODES_BUILD_MIN_CHANGES,
+    EDGE_OPTIMIZE_MIN_CHANGES,
+    EDGE_OPTIMIZE_MIN_SHARE,
+    EDGE_VECTOR_CODES,
+)
 from pipeline.vectors import edge_swap, edge_text, shard_files, shard_lock
 from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
 from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
@@ -94,13 +99,19 @@ def saved_changes(shard_path: str) -> int:
         return 0
 
 
+def saved_codes_only(shard_path: str) -> bool:
+    """Does the shard's directory record that its last build was codes-only (no HNSW graph)?"""
+    return shard_files.read(shard_path, CHANGES_FILE).get("codes_only") is True
+
+
 class EdgeVectorStore:
     backend = "qdrant-edge"
 
     def __init__(self, path: str, vector_size: int, optimize_min_changes: int = EDGE_OPTIMIZE_MIN_CHANGES,
                  optimize_quiet_s: float = 0.0, payload_memory: str = "pinned", text_backfill: bool = False,
                  plain_max_points: int = 0, give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None,
-                 optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE, vector_codes: str = EDGE_VECTOR_CODES):
+                 optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE, vector_codes: str = EDGE_VECTOR_CODES,
+                 codes_build_min_changes: int = EDGE_CODES_BUILD_MIN_CHANGES):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -113,10 +124,18 @@ class EdgeVectorStore:
         self._search_params = self._layout.search_params(qe)
         self._optimize_min_changes = optimize_min_changes
         self._optimize_min_share = optimize_min_share
-        # Up to this many points the shard is never built (0: always built): its segments stay
-        # plain and a search scans them, because qdrant_edge holds the GIL for a whole HNSW
-        # build and the process that owns the shard (the web) answers nothing meanwhile.
+        # Up to this many points the shard gets no HNSW graph (0: always built) and a search
+        # scans it, because qdrant_edge holds the GIL for a whole HNSW build and the process
+        # that owns the shard (the web) answers nothing meanwhile.
         self._plain_max_points = plain_max_points
+        # Below the plain size, a codes-only build (int8 codes, no HNSW graph: a linear pass) in a
+        # child process once this many points changed since the last build: a search then scans
+        # a byte a dimension instead of four. Needs the codes and a child to build (0: never).
+        self._codes_builds = bool(codes_build_min_changes and vector_codes == "int8" and child_build is not None)
+        self._codes_build_min_changes = codes_build_min_changes
+        # The last build was codes-only: past the plain size the next build is due whatever
+        # changed, to give those segments their graph.
+        self._codes_only = False
         # A payload-placement change is applied only by a rebuild: that one build runs at any size.
         self._conversion_due = False
         self._changes = 0
@@ -136,9 +155,9 @@ class EdgeVectorStore:
         # Called before each step of work that runs outside a request (upsert chunks, search
         # batches, flushes): in the web it waits while a recall or /health is in flight.
         self._give_way = give_way
-        # Past the plain size, where the index is built: None = optimize() in this process (the
-        # web answers nothing meanwhile); else a child process builds a copy that is swapped in
-        # (pipeline.vectors.edge_swap).
+        # Where the index is built: None = optimize() in this process, past the plain size only
+        # (the web answers nothing meanwhile); else a child process builds a copy that is
+        # swapped in (pipeline.vectors.edge_swap).
         self._child_build = child_build
         self._build: ChildBuild | None = None  # the build in a child now running
         self._build_changes = 0  # the changes that build indexes (given back when it fails)
@@ -168,7 +187,7 @@ class EdgeVectorStore:
         return self._changes + (self._build_changes if self._build is not None else 0)
 
     def _save_changes(self) -> None:
-        shard_files.write(self._path, CHANGES_FILE, {"changes": self._unindexed_changes()})
+        shard_files.write(self._path, CHANGES_FILE, {"changes": self._unindexed_changes(), "codes_only": self._codes_only})
 
     def ensure_collection(self) -> None:
         qe = self._qe
@@ -209,6 +228,7 @@ class EdgeVectorStore:
                     raise size_mismatch("a different number of", self._size) from exc
                 raise
             self._changes = max(self._changes, saved_changes(self._path))
+            self._codes_only = saved_codes_only(self._path)
             return False
         os.makedirs(self._path, exist_ok=True)
         self._shard = qe.EdgeShard.create(self._path, config)
@@ -441,20 +461,29 @@ class EdgeVectorStore:
             return self._shard is not None
 
     def stays_plain(self) -> bool:
-        """Is the shard small enough to be left unbuilt (``plain_max_points``)?"""
+        """Is the shard small enough to go without an HNSW graph (``plain_max_points``)? It may
+        still get codes-only builds."""
         if not self._plain_max_points or self._conversion_due:
             return False
         return int(self._read(lambda: self._shard.info()).points_count) <= self._plain_max_points  # info(): microseconds
 
     def indexed_points(self) -> int:
-        """Points whose vectors an HNSW index holds (0 on a shard that was never built)."""
+        """Points in built segments, graph or codes-only (0 on a shard that was never built)."""
         return int(self._read(lambda: self._shard.info()).indexed_vectors_count)
 
     def build_due(self) -> bool:
-        """Would ``maintain`` build the index now (enough changes, writes quiet, past the plain size)?"""
-        return (self._enough_changes()
-                and time.monotonic() - self._last_change >= self._optimize_quiet_s
-                and not self.stays_plain())
+        """Would ``maintain`` build the index now (writes quiet, and a build wanted: ``_wanted_build``)?"""
+        return time.monotonic() - self._last_change >= self._optimize_quiet_s and self._wanted_build() is not None
+
+    def _wanted_build(self) -> edge_swap.ShardLayout | None:
+        """The layout of the build the changes call for (writes' quiet and retries aside): past
+        the plain size a graph build once enough changed (or when the last was codes-only),
+        below it a codes-only build once ``codes_build_min_changes`` changed; else None."""
+        if self.stays_plain():
+            if self._codes_builds and self._changes >= self._codes_build_min_changes:
+                return self._layout.codes_only()
+            return None
+        return self._layout if self._codes_only or self._enough_changes() else None
 
     def _enough_changes(self) -> bool:
         """Enough changed since the last build for another: OPTIMIZE_MIN_CHANGES, and the
@@ -473,11 +502,13 @@ class EdgeVectorStore:
     def build_pending(self) -> int:
         """The points an index build in a child, or one still to come, will index. While a child
         builds, the live shard stays as unindexed as it was until the swap. 0 while the shard
-        stays plain, where none comes (its changes stay counted for the first build past the
-        plain size)."""
+        stays plain and no codes-only build is called for (its changes stay counted for the
+        next build)."""
         if self._build is not None:
             return self._unindexed_changes()
-        return 0 if not self._changes or self.stays_plain() else self._changes
+        if not self._changes or (self.stays_plain() and self._wanted_build() is None):
+            return 0
+        return self._changes
 
     def persist(self) -> int:
         """Flush the shard if it was written since the last flush; returns the writes flushed.
@@ -501,9 +532,9 @@ class EdgeVectorStore:
         return self._build is not None
 
     def maintain(self) -> None:
-        """Build the HNSW index when enough has changed and the shard is past its plain size:
-        in a child process on a copy (``child_build``), swapped in by a later call once the
-        child is done, or here. Blocks (briefly with a child): call it off the request path."""
+        """Build the index when enough has changed (``_wanted_build``: the HNSW graph past the
+        plain size, codes only below it): in a child process on a copy (``child_build``),
+        swapped in by a later call once the child is done, or here (graph builds only). Blocks (briefly with a child): call it off the request path."""
         if self._build is not None:
             if self._optimize_lock.acquire(blocking=False):
                 try:
@@ -516,21 +547,20 @@ class EdgeVectorStore:
                 self.backfill_text()
             finally:
                 self._optimize_lock.release()
-        if not self._enough_changes():
-            return
         # optimize() holds the shard for seconds (tens at bulk sizes): during a bulk import it
         # would stall every upsert behind it, so wait until writes have paused.
         if time.monotonic() - self._last_change < self._optimize_quiet_s:
             return
-        if self.stays_plain():
-            return  # the changes stay counted: the first build past the plain size indexes them
+        layout = self._wanted_build()
+        if layout is None:
+            return  # the changes stay counted for the next build
         if self._child_build is not None and time.monotonic() < self._build_retry_at:
             return  # the last build failed: not again before its retry time
         if not self._optimize_lock.acquire(blocking=False):
             return
         try:
             if self._child_build is not None:
-                self._start_build()
+                self._start_build(layout)
                 return
             changes, self._changes = self._changes, 0
             started = time.monotonic()
@@ -540,6 +570,7 @@ class EdgeVectorStore:
                 self._shard.flush()
             self._unflushed = 0
             self._conversion_due = False
+            self._codes_only = False  # this process builds with the web's layout, the graph's
             self._save_changes()  # the record read at the next open: a kill before the next flush owes no build
             log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - started, 2)})
         finally:
@@ -552,8 +583,8 @@ class EdgeVectorStore:
             time.sleep(poll_s)
             self.maintain()
 
-    def _start_build(self) -> None:
-        """Copy the shard for a child to build, journal writes from now on, start the child."""
+    def _start_build(self, layout: edge_swap.ShardLayout) -> None:
+        """Copy the shard for a child to build with ``layout``, journal writes from now on, start the child."""
         changes, self._changes = self._changes, 0
         started = time.monotonic()
         build_path = edge_swap.sibling(self._path, edge_swap.BUILD)
@@ -565,14 +596,14 @@ class EdgeVectorStore:
                 edge_swap.copy_shard(self._path, build_path)
                 self._journal = set()
             paused = time.monotonic() - started
-            self._build = ChildBuild(self._path, self._layout, self._child_build)
+            self._build = ChildBuild(self._path, layout, self._child_build)
         except BaseException:
             shutil.rmtree(build_path, ignore_errors=True)
             self._build_failed(changes)
             raise
         self._build_changes = changes
         log.info(INDEX_BUILD_STARTED, extra={"changes": changes, "child_pid": self._build.pid,
-                                             "copy_seconds": round(paused, 3)})
+                                             "graph": layout.graph, "copy_seconds": round(paused, 3)})
 
     def _build_failed(self, changes: int) -> None:
         """The live shard stays as it is; its changes wait for the next try, after the retry time."""
@@ -607,8 +638,10 @@ class EdgeVectorStore:
             raise
         self._build = None
         self._conversion_due = False
+        self._codes_only = not build.layout.graph
         self._save_changes()  # as after a build in this process
-        log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "seconds": round(time.monotonic() - build.started, 2),
+        log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "graph": build.layout.graph,
+                                              "seconds": round(time.monotonic() - build.started, 2),
                                               "caught_up": caught_up, "swap_pause_seconds": round(pause, 3)})
 
     def _swap_in(self, build: ChildBuild) -> tuple[int, float]:

@@ -1,9 +1,9 @@
-"""The child process that builds the HNSW index of a copy of an Edge shard (issue 21).
+"""The child process that builds the index of a copy of an Edge shard (issue 21).
 
 ``python -m pipeline.vectors.edge_build <shard>.build --size N ...``, started by the web
-(pipeline.vectors.edge_swap): opens the copy with the web's configuration, ``optimize()``s,
-flushes and closes it, and exits 0; the web then swaps the copy in. The build holds this
-process's GIL, not the web's. Nothing imports this module, so ``-m`` runs it fresh.
+(pipeline.vectors.edge_swap): opens the copy with the build's layout (the web's, with or
+without the HNSW graph), ``optimize()``s, flushes and closes it, and exits 0; the web then
+swaps the copy in. The build holds this process's GIL, not the web's. Nothing imports this module, so ``-m`` runs it fresh.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, required=True)
     parser.add_argument("--payload-memory", default="pinned")
     parser.add_argument("--vector-codes", required=True)
+    parser.add_argument("--no-graph", action="store_true", help="a codes-only build (HNSW m=0)")
     parser.add_argument("--nice", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(args.nice)
     import qdrant_edge as qe
 
-    layout = ShardLayout(args.size, args.payload_memory, args.vector_codes)
+    layout = ShardLayout(args.size, args.payload_memory, args.vector_codes, graph=not args.no_graph)
     shard = qe.EdgeShard.load(args.path, layout.config(qe))
     shard.optimize()
     shard.flush()

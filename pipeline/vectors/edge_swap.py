@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 from pipeline.processes import end_process
@@ -56,6 +56,13 @@ CHILD_STOP_S = 5.0
 # (ops.bench.probe_edge_quantized: recall@10 against exact search 1.0 with 2, 0.93 with 1).
 CODES_QUANTILE = 0.99
 CODES_OVERSAMPLING = 2.0
+# The HNSW graph of a build past the plain size: Qdrant's defaults, written out because a shard
+# keeps the last HNSW configuration it was opened with (a codes-only build's ``m=0`` included),
+# and these values are what a shard built before ShardLayout said them already has (checked:
+# opening such a shard with them rebuilds nothing).
+HNSW_M = 16
+HNSW_EF_CONSTRUCT = 100
+HNSW_FULL_SCAN_KB = 10_000
 
 
 @dataclass(frozen=True)
@@ -73,24 +80,36 @@ def sibling(path: str, suffix: str) -> str:
 
 @dataclass(frozen=True)
 class ShardLayout:
-    """How the shard is configured: the web and the child must open it alike.
+    """How the shard is configured: the web opens it so, and a build's child with its own ``graph``.
 
     ``vector_codes`` (EDGE_VECTOR_CODES): ``int8`` keeps a one-byte-a-dimension copy of every
     vector in RAM beside the float32 one, made by each index build; the HNSW build and walk
     compare codes, and a search rescores its best ``limit × CODES_OVERSAMPLING`` candidates on
-    the float32 vectors. Segments never built (below EDGE_PLAIN_MAX_POINTS) have no codes.
+    the float32 vectors. Segments never built have no codes.
+
+    ``graph``: whether a build makes the HNSW graph. Without it (``m=0``, a codes-only build,
+    below EDGE_PLAIN_MAX_POINTS) the build only writes the codes: a linear pass, and a search
+    scans the codes instead of the float32 vectors. A graph build rebuilds codes-only segments
+    with their graph (the shard's HNSW configuration changed).
     """
 
     size: int
     payload_memory: str = "pinned"
     vector_codes: str = EDGE_VECTOR_CODES
+    graph: bool = True
 
     def config(self, qe: Any) -> Any:
         codes = (qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=CODES_QUANTILE, always_ram=True)
                  if self.vector_codes == "int8" else None)
+        hnsw = qe.HnswIndexConfig(m=HNSW_M if self.graph else 0, ef_construct=HNSW_EF_CONSTRUCT,
+                                  full_scan_threshold=HNSW_FULL_SCAN_KB)
         return qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self.size, distance=qe.Distance.Cosine,
-                                                         quantization_config=codes),
+                                                         quantization_config=codes, hnsw_config=hnsw),
                              payload_memory=getattr(qe.Memory, self.payload_memory.capitalize()))
+
+    def codes_only(self) -> ShardLayout:
+        """This layout for a codes-only build (no HNSW graph)."""
+        return replace(self, graph=False)
 
     def search_params(self, qe: Any) -> Any:
         """What every dense search asks for (None: the engine's defaults)."""
@@ -99,7 +118,8 @@ class ShardLayout:
         return qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True, oversampling=CODES_OVERSAMPLING))
 
     def child_args(self) -> list[str]:
-        return ["--size", str(self.size), "--payload-memory", self.payload_memory, "--vector-codes", self.vector_codes]
+        return (["--size", str(self.size), "--payload-memory", self.payload_memory, "--vector-codes", self.vector_codes]
+                + ([] if self.graph else ["--no-graph"]))
 
 
 def recover(path: str) -> list[str]:
@@ -147,6 +167,7 @@ class ChildBuild:
 
     def __init__(self, path: str, layout: ShardLayout, options: ChildBuildOptions):
         self.path = path
+        self.layout = layout
         self.build_path = sibling(path, BUILD)
         self.started = time.monotonic()
         args = [options.python, "-m", "pipeline.vectors.edge_build", self.build_path, *layout.child_args(),

@@ -113,7 +113,7 @@ class VectorRouter:
 
     def build_pending(self) -> int:
         """The most points any open store's coming index build will index (0: none coming, as
-        for a shard under its plain size or a server)."""
+        for a shard under its plain size with few changes, or a server)."""
         return max((getattr(store, "build_pending", lambda: 0)() for store in self._services.open_vector_stores()), default=0)
 
     def build_in_flight(self) -> bool:

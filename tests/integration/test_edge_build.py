@@ -18,7 +18,7 @@ import pytest
 
 from pipeline.vectors import EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
 from pipeline.vectors import edge_swap, shard_lock
-from pipeline.vectors.edge import saved_changes
+from pipeline.vectors.edge import saved_changes, saved_codes_only
 from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuildOptions, sibling
 
 pytestmark = pytest.mark.integration
@@ -342,3 +342,63 @@ def test_changes_a_child_is_building_count_as_unindexed_until_its_swap(tmp_path,
     assert store.build_in_flight() and store.build_pending() == 2000
     assert store._search_batch_size() == 10_000 // 2000
     store.close()
+
+
+def built_segments(path: str) -> list[tuple[int, bool]]:
+    """Each built segment's HNSW ``m`` (0: codes only, no graph) and whether it holds int8 codes."""
+    import glob
+    import json
+
+    built = []
+    for config_file in sorted(glob.glob(f"{path}/segments/*/segment.json")):
+        with open(config_file) as handle:
+            vectors = json.load(handle)["config"]["vector_data"][""]
+        if vectors["index"]["type"] == "hnsw":
+            has_codes = os.path.exists(os.path.join(os.path.dirname(config_file), "vector_storage", "quantized.data"))
+            built.append((vectors["index"]["options"]["m"], has_codes))
+    return built
+
+
+def test_below_the_plain_size_a_codes_only_build_then_the_graph_past_it(tmp_path):
+    """Under EDGE_PLAIN_MAX_POINTS a build writes int8 codes and no HNSW graph (``m=0``), in a
+    child, once ``codes_build_min_changes`` points changed; searches then rescore on float32.
+    Past the plain size the next build gives those segments their graph, however few changed."""
+    path = str(tmp_path / "shard")
+    store = EdgeVectorStore(path, DIMS, optimize_min_changes=1, plain_max_points=COUNT + 500,
+                            child_build=ChildBuildOptions(nice=5, retry_s=0.5), codes_build_min_changes=COUNT)
+    store.ensure_collection()
+    store.upsert([memory(i) for i in range(COUNT - 1)])
+    assert store.stays_plain() and not store.build_due() and store.build_pending() == 0  # one change short
+    store.upsert([memory(COUNT - 1)])
+    assert store.build_due() and store.build_pending() == COUNT
+    store.maintain()
+    assert store.build_in_flight() and not store._build.layout.graph
+    store.finish_build()
+    assert built_segments(path) == [(0, True)]  # codes, no graph
+    assert store.indexed_points() == COUNT and saved_codes_only(path)
+    assert not store.build_due() and store.build_pending() == 0
+    for i in (3, 4321):
+        hit = store.search(VectorQuery(VECTORS[i].tolist(), 1))[0]
+        assert hit.memory_id == f"m{i}" and hit.score == pytest.approx(1.0, abs=1e-5)  # rescored on float32
+
+    store.upsert([memory(COUNT + i) for i in range(600)])  # past the plain size: few changes, yet due
+    assert not store.stays_plain() and store.build_due()
+    store.maintain()
+    assert store._build.layout.graph
+    store.finish_build()
+    assert built_segments(path) and all(m > 0 and codes for m, codes in built_segments(path))
+    assert not saved_codes_only(path) and not store.build_due()
+    assert nearest(store, COUNT + 599) == [f"m{COUNT + 599}"]
+    store.close()
+
+
+def test_no_codes_only_build_without_codes_or_a_child(tmp_path):
+    """The codes-only build needs the codes (EDGE_VECTOR_CODES=int8) and a child to run it:
+    a build in the web would hold its GIL (seconds at 100k points)."""
+    for codes, child in (("none", ChildBuildOptions()), ("int8", None)):
+        store = EdgeVectorStore(str(tmp_path / f"{codes}-{child is not None}"), DIMS, optimize_min_changes=1,
+                                plain_max_points=1000, child_build=child, vector_codes=codes, codes_build_min_changes=10)
+        store.ensure_collection()
+        store.upsert([memory(i) for i in range(20)])
+        assert store.stays_plain() and not store.build_due() and store.build_pending() == 0
+        store.close()

@@ -368,12 +368,12 @@ def test_edge_changes_owed_a_build_are_remembered_across_a_restart(tmp_path):
     store.ensure_collection()
     store.upsert([point(f"p{i}", i, ["idx"]) for i in range(6)])
     store.persist()
-    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 6}
+    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 6, "codes_only": False}
     store.maintain()  # the build: recorded at once, so a kill before the next flush owes none
-    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 0}
+    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 0, "codes_only": False}
     store.set_payloads({"p0": {"importance": 0.9}, "p1": {"importance": 0.9}})
     store.persist()
-    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 2}
+    assert json.loads((tmp_path / "shard" / CHANGES_FILE).read_text()) == {"changes": 2, "codes_only": False}
     store.close()
     reopened = EdgeVectorStore(path, SIZE, optimize_min_changes=3, optimize_min_share=0)
     reopened.ensure_collection()
