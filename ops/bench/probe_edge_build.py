@@ -1,11 +1,13 @@
 """What the web sees while the Edge index is built: in a child process (EDGE_BUILD_IN_CHILD) or in-process.
 
-    python -m ops.bench.probe_edge_build --points 40000 [--modes child,in-process,codes-child] [--nice 10]
+    python -m ops.bench.probe_edge_build --points 40000 [--modes child,in-process,codes-child] [--storage disk,ram] [--nice 10]
 
 One ``EdgeVectorStore`` per mode, as the web holds it: ``--points`` random 384-d points with a
 memory's payload. ``child`` and ``in-process`` build the HNSW graph (``plain_max_points``
 lowered so the build is due at this size); ``codes-child`` is the codes-only build a shard
-under its plain size gets (EDGE_CODES_BUILD_MIN_CHANGES), in a child. Each row also times 100
+under its plain size gets (EDGE_CODES_BUILD_MIN_CHANGES), in a child. ``--storage`` runs each
+mode with the vectors and codes in memory-mapped files (``disk``, EDGE_VECTORS_ON_DISK) and/or
+loaded into RAM (``ram``). Each row also times 100
 quiet searches at limit 50 before the build and after it. Beside the build, as in the web
 process:
 
@@ -98,13 +100,13 @@ def quiet_searches(store: EdgeVectorStore, count: int = 100) -> float:
     return round(_percentile(times[count:], 50), 2)
 
 
-def run_mode(mode: str, points: int, nice: int, directory: str, vectors) -> dict:
+def run_mode(mode: str, storage: str, points: int, nice: int, directory: str, vectors) -> dict:
     child = ChildBuildOptions(nice=nice, retry_s=3600) if mode in ("child", "codes-child") else None
     # codes-child: under the plain size, a codes-only build due at once
     plain_max = points * 10 if mode == "codes-child" else 1000
-    path = f"{directory}/{mode}/shard"
+    path = f"{directory}/{mode}-{storage}/shard"
     store = EdgeVectorStore(path, DIMS, optimize_min_changes=1, plain_max_points=plain_max, child_build=child,
-                            codes_build_min_changes=1)
+                            codes_build_min_changes=1, vectors_on_disk=storage == "disk")
     store.ensure_collection()
     for start in range(0, points, 1000):
         store.upsert([_point(vectors, i) for i in range(start, min(points, start + 1000))])
@@ -175,7 +177,7 @@ def run_mode(mode: str, points: int, nice: int, directory: str, vectors) -> dict
     finished = next((r for r in handler.records if r["message"].startswith("edge index build finished")), {})
     first = next((r for r in handler.records if r["message"].startswith("edge index build started")), {})
     row = {
-        "mode": mode, "points": points, "build_s": round(ended - started, 1),
+        "mode": mode, "storage": storage, "points": points, "build_s": round(ended - started, 1),
         "indexed_after": store.indexed_points(), "count_after": store.count(),
         "heartbeat_longest_gap_ms": round(beat.longest(started, ended) * 1000),
         "recalls_during": len(during), "recall_p50_ms": round(_percentile(during, 50), 1),
@@ -213,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.bench.probe_edge_build", description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=40_000)
     parser.add_argument("--modes", default="child,in-process")
+    parser.add_argument("--storage", default="disk", help="comma list: disk (EDGE_VECTORS_ON_DISK), ram")
     parser.add_argument("--nice", type=int, default=10, help="the child's niceness (EMBEDDED_BACKGROUND_NICE)")
     args = parser.parse_args(argv)
 
@@ -220,12 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="mempipe-edge-build-") as directory:
         for mode in args.modes.split(","):
-            rows.append(run_mode(mode, args.points, args.nice, directory, vectors))
-            print(json.dumps(rows[-1]), flush=True)
-        shard = f"{directory}/{rows[0]['mode']}/shard"
+            for storage in args.storage.split(","):
+                rows.append(run_mode(mode, storage, args.points, args.nice, directory, vectors))
+                print(json.dumps(rows[-1]), flush=True)
+        shard = f"{directory}/{rows[0]['mode']}-{rows[0]['storage']}/shard"
         copies = copy_gil(shard, directory)
     du = {"points": args.points, "rows": rows, "copy": copies}
-    columns = ["mode", "build_s", "heartbeat_longest_gap_ms", "recalls_during", "recall_p50_ms", "recall_p99_ms",
+    columns = ["mode", "storage", "build_s", "heartbeat_longest_gap_ms", "recalls_during", "recall_p50_ms", "recall_p99_ms",
                "recall_max_ms", "writes_during", "write_max_ms", "copy_s", "swap_pause_s", "caught_up",
                "search_p50_before_ms", "search_p50_after_ms"]
     print("| " + " | ".join(columns) + " |")

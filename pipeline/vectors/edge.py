@@ -22,6 +22,7 @@ from pipeline.settings_groups import (
     EDGE_OPTIMIZE_MIN_CHANGES,
     EDGE_OPTIMIZE_MIN_SHARE,
     EDGE_VECTOR_CODES,
+    EDGE_VECTORS_ON_DISK,
 )
 from pipeline.vectors import edge_swap, edge_text, shard_files, shard_lock
 from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
@@ -111,7 +112,7 @@ class EdgeVectorStore:
                  optimize_quiet_s: float = 0.0, payload_memory: str = "pinned", text_backfill: bool = False,
                  plain_max_points: int = 0, give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None,
                  optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE, vector_codes: str = EDGE_VECTOR_CODES,
-                 codes_build_min_changes: int = EDGE_CODES_BUILD_MIN_CHANGES):
+                 codes_build_min_changes: int = EDGE_CODES_BUILD_MIN_CHANGES, vectors_on_disk: bool = EDGE_VECTORS_ON_DISK):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -120,7 +121,7 @@ class EdgeVectorStore:
         # Recall reads the payload of every hit (40-80 per query); from the default on-disk
         # storage each fresh point costs a read, from RAM next to nothing (docs/recall.md).
         self._payload_memory = payload_memory
-        self._layout = edge_swap.ShardLayout(vector_size, payload_memory, vector_codes)
+        self._layout = edge_swap.ShardLayout(vector_size, payload_memory, vector_codes, vectors_on_disk)
         self._search_params = self._layout.search_params(qe)
         self._optimize_min_changes = optimize_min_changes
         self._optimize_min_share = optimize_min_share

@@ -30,23 +30,31 @@ def _die_with_parent(parent: int) -> None:
         os._exit(3)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build the HNSW index of a copy of an Edge shard (the web swaps it in).")
+def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, ShardLayout]:
+    """The command line ``ShardLayout.child_args`` wrote, and the layout it describes."""
+    parser = argparse.ArgumentParser(description="Build the index of a copy of an Edge shard (the web swaps it in).")
     parser.add_argument("path")
     parser.add_argument("--size", type=int, required=True)
     parser.add_argument("--payload-memory", default="pinned")
     parser.add_argument("--vector-codes", required=True)
+    parser.add_argument("--vectors-on-disk", choices=("yes", "no"), required=True)
     parser.add_argument("--no-graph", action="store_true", help="a codes-only build (HNSW m=0)")
     parser.add_argument("--nice", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)
+    layout = ShardLayout(args.size, args.payload_memory, args.vector_codes, vectors_on_disk=args.vectors_on_disk == "yes",
+                         graph=not args.no_graph)
+    return args, layout
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, layout = parse(argv)
     if args.parent:
         _die_with_parent(args.parent)
     if args.nice:
         os.nice(args.nice)
     import qdrant_edge as qe
 
-    layout = ShardLayout(args.size, args.payload_memory, args.vector_codes, graph=not args.no_graph)
     shard = qe.EdgeShard.load(args.path, layout.config(qe))
     shard.optimize()
     shard.flush()

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 from pipeline.processes import end_process
-from pipeline.settings_groups import EDGE_VECTOR_CODES
+from pipeline.settings_groups import EDGE_VECTOR_CODES, EDGE_VECTORS_ON_DISK
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,9 @@ class ShardLayout:
     compare codes, and a search rescores its best ``limit × CODES_OVERSAMPLING`` candidates on
     the float32 vectors. Segments never built have no codes.
 
+    ``vectors_on_disk`` (EDGE_VECTORS_ON_DISK): the vectors and the codes stay in memory-mapped
+    files, not copied into the heap when a segment opens (most of a built shard's open time).
+
     ``graph``: whether a build makes the HNSW graph. Without it (``m=0``, a codes-only build,
     below EDGE_PLAIN_MAX_POINTS) the build only writes the codes: a linear pass, and a search
     scans the codes instead of the float32 vectors. A graph build rebuilds codes-only segments
@@ -96,15 +99,18 @@ class ShardLayout:
     size: int
     payload_memory: str = "pinned"
     vector_codes: str = EDGE_VECTOR_CODES
+    vectors_on_disk: bool = EDGE_VECTORS_ON_DISK
     graph: bool = True
 
     def config(self, qe: Any) -> Any:
-        codes = (qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=CODES_QUANTILE, always_ram=True)
+        codes = (qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=CODES_QUANTILE,
+                                             always_ram=not self.vectors_on_disk)
                  if self.vector_codes == "int8" else None)
         hnsw = qe.HnswIndexConfig(m=HNSW_M if self.graph else 0, ef_construct=HNSW_EF_CONSTRUCT,
                                   full_scan_threshold=HNSW_FULL_SCAN_KB)
         return qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self.size, distance=qe.Distance.Cosine,
-                                                         quantization_config=codes, hnsw_config=hnsw),
+                                                         quantization_config=codes, hnsw_config=hnsw,
+                                                         on_disk=self.vectors_on_disk),
                              payload_memory=getattr(qe.Memory, self.payload_memory.capitalize()))
 
     def codes_only(self) -> ShardLayout:
@@ -118,8 +124,8 @@ class ShardLayout:
         return qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True, oversampling=CODES_OVERSAMPLING))
 
     def child_args(self) -> list[str]:
-        return (["--size", str(self.size), "--payload-memory", self.payload_memory, "--vector-codes", self.vector_codes]
-                + ([] if self.graph else ["--no-graph"]))
+        return (["--size", str(self.size), "--payload-memory", self.payload_memory, "--vector-codes", self.vector_codes,
+                 "--vectors-on-disk", "yes" if self.vectors_on_disk else "no"] + ([] if self.graph else ["--no-graph"]))
 
 
 def recover(path: str) -> list[str]:

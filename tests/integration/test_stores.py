@@ -711,3 +711,48 @@ def test_graph_memory_count_leaves_excluded_types_out_by_their_index(servers):
     assert store.count_memories({"MetaPattern", "Context"}) == 1
     assert "Node By Index Scan" in str(raw.explain("MATCH (m:Memory) WHERE m.type IN $excluded RETURN count(m)",
                                                    {"excluded": ["MetaPattern"]}))
+
+
+def _built_storage(path: str) -> list[tuple[str, bool]]:
+    """Each built (HNSW) segment's vector storage type and whether its int8 codes are kept in RAM."""
+    import glob
+
+    found = []
+    for config_file in glob.glob(f"{path}/segments/*/segment.json"):
+        vectors = json.loads(open(config_file).read())["config"]["vector_data"][""]
+        if vectors["index"]["type"] == "hnsw":
+            found.append((vectors["storage_type"], vectors["quantization_config"]["scalar"]["always_ram"]))
+    return found
+
+
+def test_built_segments_keep_vectors_and_codes_in_mapped_files(tmp_path):
+    """EDGE_VECTORS_ON_DISK (default): a build leaves the float32 vectors and the codes in
+    memory-mapped files (opening the shard copies neither into the heap); off, both are loaded
+    into RAM. A shard built in RAM is rebuilt to match at its next build. 7,000 points: past
+    Edge's own indexing threshold."""
+    import numpy as np
+
+    rows = np.random.default_rng(3).normal(size=(7001, 384)).astype(np.float32)
+
+    def fill(store, ids):
+        store.ensure_collection()
+        store.upsert([VectorPoint(f"m{i}", rows[i].tolist(), vector_payload({"id": f"m{i}", "content": "c", "tags": ["t"]}))
+                      for i in ids])
+        store.maintain()  # builds in this process (no child configured, plain size 0)
+
+    on_disk = EdgeVectorStore(str(tmp_path / "disk"), 384, optimize_min_changes=1)
+    fill(on_disk, range(7000))
+    assert _built_storage(str(tmp_path / "disk")) == [("Mmap", False)]
+    hit = on_disk.search(VectorQuery(rows[5].tolist(), 1))[0]
+    assert hit.memory_id == "m5" and hit.score == pytest.approx(1.0, abs=1e-5)
+    on_disk.close()
+
+    in_ram = EdgeVectorStore(str(tmp_path / "ram"), 384, optimize_min_changes=1, vectors_on_disk=False)
+    fill(in_ram, range(7000))
+    assert _built_storage(str(tmp_path / "ram")) == [("InRamMmap", True)]
+    in_ram.close()
+    converted = EdgeVectorStore(str(tmp_path / "ram"), 384, optimize_min_changes=1, optimize_min_share=0)
+    fill(converted, [7000])  # one change: the next build
+    assert _built_storage(str(tmp_path / "ram")) == [("Mmap", False)]
+    assert converted.count() == 7001 and converted.search(VectorQuery(rows[7000].tolist(), 1))[0].memory_id == "m7000"
+    converted.close()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, ShardLayout, copy_shard, recover, sibling
 
 
@@ -73,13 +75,17 @@ def test_a_child_reports_its_exit_and_a_stop_ends_it_and_removes_its_copy(tmp_pa
     assert running.poll() is not None and not os.path.exists(sibling(live, BUILD))
 
 
-def test_the_child_opens_the_copy_with_the_webs_layout(tmp_path):
-    live = str(tmp_path / "shard")
-    child = ChildBuild(live, ShardLayout(384, "cached", "int8"), ChildBuildOptions(python="/bin/true"))
+@pytest.mark.parametrize("layout", [ShardLayout(384, "cached", "int8"), ShardLayout(8, "pinned", "none", vectors_on_disk=False),
+                                    ShardLayout(384, "cold", "int8", graph=False)], ids=["graph", "in-ram", "codes-only"])
+def test_the_child_opens_the_copy_with_the_layout_it_was_given(tmp_path, layout):
+    from pipeline.vectors.edge_build import parse
+
+    child = ChildBuild(str(tmp_path / "shard"), layout, ChildBuildOptions(python="/bin/true"))
     child._process.wait(30)
-    args = child._process.args
-    given = {flag: args[args.index(flag) + 1] for flag in ("--size", "--payload-memory", "--vector-codes")}
-    assert given == {"--size": "384", "--payload-memory": "cached", "--vector-codes": "int8"}
+    command = child._process.args
+    module = command.index("pipeline.vectors.edge_build")
+    args, parsed = parse(command[module + 1:])
+    assert parsed == layout and args.path == child.build_path
 
 
 def test_the_child_imports_the_code_the_web_runs_wherever_it_was_started(tmp_path, monkeypatch):
