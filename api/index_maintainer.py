@@ -1,11 +1,12 @@
-"""The web process's index maintainer: Edge ``optimize()`` (the HNSW build), off the request path.
+"""The web process's index maintainer: Edge ``optimize()``, the index build, off the request path.
 
-With Qdrant Edge the web process owns the shard. A build in this process holds Python's GIL
-for its whole run (seconds to minutes, growing with the shard): the process answers nothing
-meanwhile; with ``EDGE_BUILD_IN_CHILD`` (the default) a child process builds a copy and this
-thread swaps it in at its first tick after the child ends (pipeline.vectors.edge_swap). The
-shard says when a build is due (enough changes, vector writes quiet for
-``EDGE_OPTIMIZE_QUIET_S``); this thread decides whether a due build should wait a little longer:
+With Qdrant Edge the web process owns the shard. A build (the HNSW graph, or the int8 codes
+alone under ``EDGE_PLAIN_MAX_POINTS``) in this process holds Python's GIL for its whole run
+(seconds to minutes, growing with the shard): the process answers nothing meanwhile; with
+``EDGE_BUILD_IN_CHILD`` (the default) a child process builds a copy and this thread swaps it in
+at its first tick after the child ends (pipeline.vectors.edge_swap). The shard says when a
+build is due (enough changes, vector writes quiet for ``EDGE_OPTIMIZE_QUIET_S``); this thread
+decides whether a due build should wait a little longer:
 
 - **while an import is on its way** (a write-path queue holds messages), unless more than
   ``import_max_changes`` points are unindexed. A slow import (the local model) leaves vector
