@@ -535,7 +535,8 @@ class EdgeVectorStore:
     def maintain(self) -> None:
         """Build the index when enough has changed (``_wanted_build``: the HNSW graph past the
         plain size, codes only below it): in a child process on a copy (``child_build``),
-        swapped in by a later call once the child is done, or here (graph builds only). Blocks (briefly with a child): call it off the request path."""
+        swapped in by a later call once the child is done, or here (graph builds only).
+        Blocks (briefly with a child): call it off the request path."""
         if self._build is not None:
             if self._optimize_lock.acquire(blocking=False):
                 try:

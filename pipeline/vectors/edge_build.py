@@ -3,7 +3,8 @@
 ``python -m pipeline.vectors.edge_build <shard>.build --size N ...``, started by the web
 (pipeline.vectors.edge_swap): opens the copy with the build's layout (the web's, with or
 without the HNSW graph), ``optimize()``s, flushes and closes it, and exits 0; the web then
-swaps the copy in. The build holds this process's GIL, not the web's. Nothing imports this module, so ``-m`` runs it fresh.
+swaps the copy in. The build holds this process's GIL, not the web's. Nothing imports this
+module, so ``-m`` runs it fresh.
 """
 
 from __future__ import annotations
