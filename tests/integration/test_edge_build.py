@@ -20,6 +20,7 @@ from pipeline.vectors import EdgeVectorStore, VectorPoint, VectorQuery, vector_p
 from pipeline.vectors import edge_swap, shard_lock
 from pipeline.vectors.edge import saved_changes, saved_codes_only
 from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuildOptions, sibling
+from tests import edge_segments
 
 pytestmark = pytest.mark.integration
 
@@ -346,17 +347,8 @@ def test_changes_a_child_is_building_count_as_unindexed_until_its_swap(tmp_path,
 
 def built_segments(path: str) -> list[tuple[int, bool]]:
     """Each built segment's HNSW ``m`` (0: codes only, no graph) and whether it holds int8 codes."""
-    import glob
-    import json
-
-    built = []
-    for config_file in sorted(glob.glob(f"{path}/segments/*/segment.json")):
-        with open(config_file) as handle:
-            vectors = json.load(handle)["config"]["vector_data"][""]
-        if vectors["index"]["type"] == "hnsw":
-            has_codes = os.path.exists(os.path.join(os.path.dirname(config_file), "vector_storage", "quantized.data"))
-            built.append((vectors["index"]["options"]["m"], has_codes))
-    return built
+    return [(vectors["index"]["options"]["m"], edge_segments.has_codes(directory))
+            for directory, vectors in edge_segments.built(path)]
 
 
 def test_below_the_plain_size_a_codes_only_build_then_the_graph_past_it(tmp_path):

@@ -18,6 +18,7 @@ from pipeline.graph import GraphStore, Scope, TagFilter
 from pipeline.records import Limits, build_new_record, point_id_for
 from pipeline.vectors import EdgeVectorStore, QdrantServerVectorStore, VectorPoint, VectorQuery, vector_payload
 from pipeline.vectors.edge import CHANGES_FILE
+from tests import edge_segments
 
 LIMITS = Limits.from_settings(Settings(), vector_size=384)
 
@@ -402,10 +403,7 @@ def test_an_edge_index_build_waits_for_a_share_of_the_shard_to_have_changed(tmp_
 
 
 def _segment_payload_storage(path: str) -> set[str]:
-    import glob
-    import json
-
-    return {json.load(open(f))["config"]["payload_storage_type"]["type"] for f in glob.glob(f"{path}/segments/*/segment.json")}
+    return {config["payload_storage_type"]["type"] for _, config in edge_segments.segments(path)}
 
 
 def test_edge_payloads_in_ram_and_a_cold_shard_converted_at_its_next_index_build(tmp_path):
@@ -437,9 +435,7 @@ def test_edge_payloads_in_ram_and_a_cold_shard_converted_at_its_next_index_build
 
 
 def _quantized_segments(path: str) -> int:
-    import glob
-
-    return len(glob.glob(f"{path}/segments/*/vector_storage/quantized.data"))
+    return sum(edge_segments.has_codes(directory) for directory, _ in edge_segments.segments(path))
 
 
 def test_an_index_build_keeps_int8_codes_and_searches_rescore_on_float32(tmp_path):
@@ -714,15 +710,9 @@ def test_graph_memory_count_leaves_excluded_types_out_by_their_index(servers):
 
 
 def _built_storage(path: str) -> list[tuple[str, bool]]:
-    """Each built (HNSW) segment's vector storage type and whether its int8 codes are kept in RAM."""
-    import glob
-
-    found = []
-    for config_file in glob.glob(f"{path}/segments/*/segment.json"):
-        vectors = json.loads(open(config_file).read())["config"]["vector_data"][""]
-        if vectors["index"]["type"] == "hnsw":
-            found.append((vectors["storage_type"], vectors["quantization_config"]["scalar"]["always_ram"]))
-    return found
+    """Each built segment's vector storage type and whether its int8 codes are kept in RAM."""
+    return [(vectors["storage_type"], vectors["quantization_config"]["scalar"]["always_ram"])
+            for _, vectors in edge_segments.built(path)]
 
 
 def test_built_segments_keep_vectors_and_codes_in_mapped_files(tmp_path):
