@@ -481,10 +481,12 @@ class EdgeVectorStore:
         the plain size a graph build once enough changed (or when the last was codes-only),
         below it a codes-only build once ``codes_build_min_changes`` changed; else None."""
         if self.stays_plain():
-            if self._codes_builds and self._changes >= self._codes_build_min_changes:
-                return self._layout.codes_only()
-            return None
+            return self._layout.codes_only() if self._codes_build_called_for() else None
         return self._layout if self._codes_only or self._enough_changes() else None
+
+    def _codes_build_called_for(self) -> bool:
+        """Under the plain size: have enough points changed for a codes-only build?"""
+        return self._codes_builds and self._changes >= self._codes_build_min_changes
 
     def _enough_changes(self) -> bool:
         """Enough changed since the last build for another: OPTIMIZE_MIN_CHANGES, and the
@@ -507,7 +509,7 @@ class EdgeVectorStore:
         next build)."""
         if self._build is not None:
             return self._unindexed_changes()
-        if not self._changes or (self.stays_plain() and self._wanted_build() is None):
+        if not self._changes or (self.stays_plain() and not self._codes_build_called_for()):
             return 0
         return self._changes
 
