@@ -9,9 +9,12 @@ build is due (enough changes, vector writes quiet for ``EDGE_OPTIMIZE_QUIET_S``)
 decides whether a due build should wait a little longer:
 
 - **while an import is on its way** (a write-path queue holds messages), unless more than
-  ``import_max_changes`` points are unindexed. A slow import (the local model) leaves vector
-  writes quiet between batches, and every build let through then is superseded by the next one
-  while taking a core from the import. Unindexed points cost recall a scan, hence the bound.
+  ``import_max_changes`` points are unindexed and the build gives the shard its graph. A slow
+  import (the local model) leaves vector writes quiet between batches, and every build let
+  through then is superseded by the next one while taking a core from the import. Unindexed
+  points cost recall a scan, hence the bound. A codes-only build (under
+  ``EDGE_PLAIN_MAX_POINTS``) waits for the whole import: until it a search scans at most the
+  plain size, and its swap would stop every search for about a second mid-import.
 - **while the SIMILAR_TO catch-up runs after a small import** (the ``similarity`` queue holds
   messages), at most ``similarity_wait_s``: overlapped with a build, the catch-up costs the
   web several times the CPU per memory (docs/benchmarks-log.md, issue 6). Past
@@ -75,7 +78,8 @@ class IndexMaintainer(threading.Thread):
             self._similarity_held_since = None
             return False
         unindexed = getattr(vectors, "pending_changes", lambda: 0)()
-        if 0 < unindexed <= self._holds.import_max_changes and write_path_busy(self._services.broker_redis):
+        if (0 < unindexed and (unindexed <= self._holds.import_max_changes or self._codes_only_due())
+                and write_path_busy(self._services.broker_redis)):
             if not self._import_held:
                 log.info("edge index build waits for the write path",
                          extra={"changes": unindexed, "max_changes": self._holds.import_max_changes})
@@ -91,6 +95,11 @@ class IndexMaintainer(threading.Thread):
             self._similarity_held_since = now
             log.info("edge index build waits for the similarity queue", extra={"max_s": self._holds.similarity_wait_s})
         return now - self._similarity_held_since < self._holds.similarity_wait_s
+
+    def _codes_only_due(self) -> bool:
+        """Is the due build codes only (bounded scans until it), when the import hold has a bound?"""
+        return self._holds.import_max_changes > 0 and bool(
+            getattr(self._services.vectors, "due_build_is_codes_only", lambda: False)())
 
     def run(self) -> None:
         tick = min(self._interval, self._flush_interval)

@@ -476,6 +476,12 @@ class EdgeVectorStore:
         """Would ``maintain`` build the index now (writes quiet, and a build wanted: ``_wanted_build``)?"""
         return time.monotonic() - self._last_change >= self._optimize_quiet_s and self._wanted_build() is not None
 
+    def due_build_is_codes_only(self) -> bool:
+        """Would the build due now write codes only (the shard under its plain size)? Such a
+        build can wait out an import: until it, a search scans at most the plain size."""
+        layout = self._wanted_build() if self.build_due() else None
+        return layout is not None and not layout.graph
+
     def _wanted_build(self) -> edge_swap.ShardLayout | None:
         """The layout of the build the changes call for (writes' quiet and retries aside): past
         the plain size a graph build once enough changed (or when the last was codes-only),

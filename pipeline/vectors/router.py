@@ -107,6 +107,11 @@ class VectorRouter:
         """Does any open store want an index build now (Edge; a server builds its own)?"""
         return any(getattr(store, "build_due", lambda: False)() for store in self._services.open_vector_stores())
 
+    def due_build_is_codes_only(self) -> bool:
+        """Is every build due among the open stores a codes-only one (none gives a graph)?"""
+        due = [store for store in self._services.open_vector_stores() if getattr(store, "build_due", lambda: False)()]
+        return bool(due) and all(getattr(store, "due_build_is_codes_only", lambda: False)() for store in due)
+
     def pending_changes(self) -> int:
         """The most points any open store would index in its next build (0 for a server)."""
         return max((getattr(store, "pending_changes", lambda: 0)() for store in self._services.open_vector_stores()), default=0)

@@ -361,8 +361,9 @@ def test_below_the_plain_size_a_codes_only_build_then_the_graph_past_it(tmp_path
     store.ensure_collection()
     store.upsert([memory(i) for i in range(COUNT - 1)])
     assert store.stays_plain() and not store.build_due() and store.build_pending() == 0  # one change short
+    assert not store.due_build_is_codes_only()
     store.upsert([memory(COUNT - 1)])
-    assert store.build_due() and store.build_pending() == COUNT
+    assert store.build_due() and store.build_pending() == COUNT and store.due_build_is_codes_only()
     store.maintain()
     assert store.build_in_flight() and not store._build.layout.graph
     store.finish_build()
@@ -374,7 +375,7 @@ def test_below_the_plain_size_a_codes_only_build_then_the_graph_past_it(tmp_path
         assert hit.memory_id == f"m{i}" and hit.score == pytest.approx(1.0, abs=1e-5)  # rescored on float32
 
     store.upsert([memory(COUNT + i) for i in range(600)])  # past the plain size: few changes, yet due
-    assert not store.stays_plain() and store.build_due()
+    assert not store.stays_plain() and store.build_due() and not store.due_build_is_codes_only()
     store.maintain()
     assert store._build.layout.graph
     store.finish_build()

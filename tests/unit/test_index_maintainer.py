@@ -36,8 +36,9 @@ class _Redis:
 
 def _maintainer(holds: BuildHolds):
     clock = [100.0]
-    vectors = SimpleNamespace(due=False, changes=1_000)
+    vectors = SimpleNamespace(due=False, changes=1_000, codes_only=False)
     vectors.build_due = lambda: vectors.due
+    vectors.due_build_is_codes_only = lambda: vectors.due and vectors.codes_only
     vectors.pending_changes = lambda: vectors.changes
     redis = _Redis()
     maintainer = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=redis), 1.0, holds, clock=lambda: clock[0])
@@ -96,6 +97,24 @@ def test_a_due_build_waits_for_an_import_on_its_way_up_to_a_bound_of_unindexed_p
     assert not maintainer._hold()  # the import is through: build
 
 
+def test_a_codes_only_build_waits_for_the_whole_import_past_the_bound():
+    """Under the plain size a search scans at most that many points; the swap would stop them all mid-import."""
+    maintainer, vectors, redis, _ = _maintainer(BuildHolds(import_max_changes=50_000, similarity_wait_s=120,
+                                                           similarity_wait_max_changes=20_000))
+    vectors.due, vectors.changes, vectors.codes_only = True, 150_000, True
+    redis.set("embed", 3)
+    assert maintainer._hold()
+    vectors.codes_only = False  # past the plain size the build gives the graph: it goes even mid-import
+    assert not maintainer._hold()
+    vectors.codes_only = True
+    redis.sizes.clear()
+    assert not maintainer._hold()  # the import is through: build
+    off, vectors, redis, _ = _maintainer(BuildHolds(import_max_changes=0, similarity_wait_s=0, similarity_wait_max_changes=0))
+    vectors.due, vectors.codes_only = True, True
+    redis.set("embed", 3)
+    assert not off._hold()  # 0 still turns the import hold off
+
+
 @contextmanager
 def _running_behind_an_import(vectors):
     """A started maintainer (ticking every 50 ms, building at most hourly) while an import is
@@ -130,3 +149,18 @@ def test_a_build_in_a_child_is_finished_at_every_tick_whatever_the_holds_say():
                               maintain=maintained.set, persist=lambda: 0)
     with _running_behind_an_import(vectors):
         assert maintained.wait(5)
+
+
+def test_the_router_calls_a_due_build_codes_only_when_no_open_store_would_build_a_graph():
+    from pipeline.vectors.router import VectorRouter
+
+    def store(due: bool, codes_only: bool):
+        return SimpleNamespace(build_due=lambda: due, due_build_is_codes_only=lambda: due and codes_only)
+
+    def router(*stores):
+        return VectorRouter(SimpleNamespace(open_vector_stores=lambda: list(stores)))
+
+    assert router(store(True, True), store(False, False)).due_build_is_codes_only()
+    assert not router(store(True, True), store(True, False)).due_build_is_codes_only()  # one gives a graph
+    assert not router(store(False, False)).due_build_is_codes_only()  # nothing due
+    assert router(store(True, True), SimpleNamespace()).due_build_is_codes_only()  # a server store builds nothing
