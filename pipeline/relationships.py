@@ -66,9 +66,13 @@ def existing_ids(graph: GraphStore, memory_ids: list[str]) -> set[str]:
 # One hop of GET /memories/{id}/related: from the memories found one hop closer to those not
 # seen yet. The relationships are read strongest first and at most $per_hop of them, then each
 # new memory keeps its strongest one; the relationship type list is spliced from the registry only.
+# The ``WITH v`` matters: with the ``NOT o.id IN $seen`` filter in the same MATCH, FalkorDB plans a
+# scan of every Memory node for ``o`` per frontier id and traverses back to ``v`` (12 s for the
+# second hop of a 110-member clique among 20k memories, against 0.03 s from ``v``'s index lookup).
 _HOP = (
     "UNWIND $frontier AS fid "
-    "MATCH (v:Memory {{id: fid}})-[r{types}]-(o:Memory) "
+    "MATCH (v:Memory {{id: fid}}) WITH v "
+    "MATCH (v)-[r{types}]-(o:Memory) "
     "WHERE NOT o.id IN $seen "
     "WITH v, r, o ORDER BY r.strength DESC, r.updated_epoch DESC LIMIT $per_hop "
     "WITH o, collect({{type: type(r), strength: r.strength, updated_at: r.updated_at, "

@@ -167,3 +167,27 @@ def test_falkordb_stops_a_read_at_the_time_limit_and_it_is_named(servers):
     with pytest.raises(GraphQueryTimeout, match="200 ms .FALKORDB_QUERY_TIMEOUT_MS"):
         graph.read("MATCH p = (a:Memory {id: '1'})-[*1..3]-(b:Memory) RETURN count(p)")
     assert time.perf_counter() - started < 2  # stopped on the server, not left to the 10 s socket timeout
+
+
+def test_a_related_hop_starts_from_the_frontier_never_from_every_memory(servers):
+    """The walk's cost must not grow with the store: each hop looks its frontier up by id and
+    follows their relationships (the filter on the far end once made FalkorDB scan every memory)."""
+    from falkordb import FalkorDB
+
+    from pipeline.graph import GraphStore
+    from pipeline.relationships import _HOP, related
+    from pipeline.relations import pattern
+
+    name = f"hops_{uuid.uuid4().hex[:8]}"
+    graph = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), name)
+    graph.ensure_schema()
+    graph.run_write("UNWIND range(1, 2000) AS i CREATE (:Memory {id: 'other' + toString(i)})")
+    graph.run_write("UNWIND range(1, 40) AS i CREATE (:Memory {id: 'member' + toString(i)})")
+    graph.run_write("MATCH (a:Memory), (b:Memory) WHERE a.id STARTS WITH 'member' AND b.id STARTS WITH 'member' "
+                    "AND a.id < b.id CREATE (a)-[:RELATES_TO {strength: 0.5}]->(b)")
+    types = ["RELATES_TO", "SIMILAR_TO"]
+    plan = str(FalkorDB(host="127.0.0.1", port=servers.graph.port).select_graph(name).explain(
+        _HOP.format(types=pattern(types)), {"frontier": ["member1"], "seen": ["member1"], "per_hop": 10, "room": 10}))
+    assert "Node By Index Scan | (v:Memory)" in plan and "Label Scan" not in plan, plan
+    found = related(graph, "member1", types, max_depth=3, limit=200)
+    assert len(found) == 39 and {r["depth"] for r in found} == {1}
