@@ -26,3 +26,15 @@ def built(path: str) -> list[tuple[str, dict[str, Any]]]:
 def has_codes(segment_dir: str) -> bool:
     """Does the segment hold int8 codes of its vectors?"""
     return os.path.exists(os.path.join(segment_dir, "vector_storage", "quantized.data"))
+
+
+def payload_indexes_on_disk(segment_dir: str) -> dict[str, bool]:
+    """Each indexed field's main index in the segment: memory-mapped (True) or held in the heap."""
+    with open(os.path.join(segment_dir, "payload_index", "config.json")) as handle:
+        indexed = json.load(handle)["indexed_types"]
+    found = {}
+    for field, indexes in indexed.items():
+        main = next(i for i in indexes if i["index_type"] != "null_index")
+        storage = main["storage_type"]
+        found[field] = isinstance(storage, dict) and storage.get("mmap", {}).get("is_on_disk") is True
+    return found

@@ -74,7 +74,7 @@ def build_vector_store(settings: Settings, vector_size: int, collection: str | N
             settings.edge_optimize_quiet_s, settings.edge_payload_memory, settings.edge_text_backfill,
             settings.edge_plain_max_points, give_way, child_build, settings.edge_optimize_min_share,
             vector_codes=settings.edge_vector_codes, codes_build_min_changes=settings.edge_codes_build_min_changes,
-            vectors_on_disk=settings.edge_vectors_on_disk,
+            vectors_on_disk=settings.edge_vectors_on_disk, payload_indexes_on_disk=settings.edge_payload_indexes_on_disk,
         )
     return QdrantServerVectorStore(client or QdrantServerVectorStore.client_for(settings), name, vector_size)
 

@@ -21,6 +21,7 @@ from pipeline.settings_groups import (
     EDGE_CODES_BUILD_MIN_CHANGES,
     EDGE_OPTIMIZE_MIN_CHANGES,
     EDGE_OPTIMIZE_MIN_SHARE,
+    EDGE_PAYLOAD_INDEXES_ON_DISK,
     EDGE_VECTOR_CODES,
     EDGE_VECTORS_ON_DISK,
 )
@@ -47,6 +48,11 @@ log = logging.getLogger(__name__)
 INDEX_BUILD_STARTED = "edge index build started"
 INDEX_BUILD_FINISHED = "edge index build finished"
 INDEX_BUILD_FAILED = "edge index build failed; the live shard is untouched"
+PAYLOAD_INDEXES_SLOW = "edge payload indexes took a while to ensure (rebuilt for changed parameters?)"
+# Ensuring indexes that are as asked takes milliseconds; rebuilding them (EDGE_PAYLOAD_INDEXES_ON_DISK
+# changed, or the first start after the upgrade that made them mapped) takes seconds per 100k
+# points and delays the start: say so in the log.
+PAYLOAD_INDEXES_SLOW_S = 1.0
 # The changes since the last build, written beside the shard's files at each flush and at
 # close: Qdrant's own counts take a point an update moved out of the index for indexed, so a
 # restart that forgot them would owe no build and batch searches as if nothing were unindexed.
@@ -112,7 +118,8 @@ class EdgeVectorStore:
                  optimize_quiet_s: float = 0.0, payload_memory: str = "pinned", text_backfill: bool = False,
                  plain_max_points: int = 0, give_way: Callable[[], bool] = never_wait, child_build: ChildBuildOptions | None = None,
                  optimize_min_share: float = EDGE_OPTIMIZE_MIN_SHARE, vector_codes: str = EDGE_VECTOR_CODES,
-                 codes_build_min_changes: int = EDGE_CODES_BUILD_MIN_CHANGES, vectors_on_disk: bool = EDGE_VECTORS_ON_DISK):
+                 codes_build_min_changes: int = EDGE_CODES_BUILD_MIN_CHANGES, vectors_on_disk: bool = EDGE_VECTORS_ON_DISK,
+                 payload_indexes_on_disk: bool = EDGE_PAYLOAD_INDEXES_ON_DISK):
         import qdrant_edge as qe
 
         self._qe = qe
@@ -123,6 +130,10 @@ class EdgeVectorStore:
         self._payload_memory = payload_memory
         self._layout = edge_swap.ShardLayout(vector_size, payload_memory, vector_codes, vectors_on_disk)
         self._search_params = self._layout.search_params(qe)
+        # Built segments' payload indexes: memory-mapped, or rebuilt in the heap at every open
+        # (most of what opening a built shard costs, and the swap's pause waits for it).
+        self._indexes_on_disk = payload_indexes_on_disk
+        self._index_memory = qe.Memory.Cold if payload_indexes_on_disk else qe.Memory.Pinned
         self._optimize_min_changes = optimize_min_changes
         self._optimize_min_share = optimize_min_share
         # Up to this many points the shard gets no HNSW graph (0: always built) and a search
@@ -201,12 +212,17 @@ class EdgeVectorStore:
             except BaseException:
                 shard_lock.release(self._path)
                 raise
+        # Idempotent; an index made with other parameters is rebuilt here, once (it holds the GIL).
+        started = time.monotonic()
         for name in KEYWORD_INDEXES:
-            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.KeywordIndexParams(memory=self._index_memory)))
         for name in FLOAT_INDEXES:
-            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.FloatIndexParams(memory=self._index_memory)))
         version = edge_text.VERSION if fresh else edge_text.marker_version(self._path)
-        edge_text.ensure_index(self._shard, qe, rebuild=0 < version < edge_text.VERSION)
+        edge_text.ensure_index(self._shard, qe, self._index_memory, rebuild=0 < version < edge_text.VERSION)
+        took = time.monotonic() - started
+        if took >= PAYLOAD_INDEXES_SLOW_S:
+            log.info(PAYLOAD_INDEXES_SLOW, extra={"seconds": round(took, 2), "on_disk": self._indexes_on_disk})
         if fresh:
             edge_text.write_marker(self._path)
         # An older shard answers keyword search from the graph until maintain() has repacked it.

@@ -31,7 +31,7 @@ MARKER = "mempipe_text_index.json"
 VERSION = 1
 
 
-def text_index_params(qe) -> Any:
+def text_index_params(qe, memory) -> Any:
     from pipeline.query.keywords import STOP_WORDS  # here: pipeline.query imports the vector stores
 
     return qe.TextIndexParams(
@@ -44,6 +44,7 @@ def text_index_params(qe) -> Any:
         # Only TextQuery reads this index, never a dense search filtered by text: no extra HNSW
         # links per frequent word at index builds.
         enable_hnsw=False,
+        memory=memory,  # EDGE_PAYLOAD_INDEXES_ON_DISK
     )
 
 
@@ -59,14 +60,14 @@ def write_marker(path: str) -> None:
     shard_files.write(path, MARKER, {"version": VERSION, "field": TEXT_FIELD})
 
 
-def ensure_index(shard, qe, rebuild: bool) -> None:
+def ensure_index(shard, qe, memory, rebuild: bool) -> None:
     """Create the scored text index (idempotent); ``rebuild`` drops an older one first."""
     if rebuild:
         try:
             shard.update(qe.UpdateOperation.delete_field_index(TEXT_FIELD))
         except Exception:  # no index yet: nothing to drop
             pass
-    shard.update(qe.UpdateOperation.create_field_index(TEXT_FIELD, text_index_params(qe)))
+    shard.update(qe.UpdateOperation.create_field_index(TEXT_FIELD, text_index_params(qe, memory)))
 
 
 def backfill(shard, qe, pack: Callable[[dict[str, Any]], dict[str, Any]], lock: threading.Lock,
