@@ -1,13 +1,16 @@
 """What the web sees while the Edge index is built: in a child process (EDGE_BUILD_IN_CHILD) or in-process.
 
-    python -m ops.bench.probe_edge_build --points 40000 [--modes child,in-process,codes-child] [--storage disk,ram] [--nice 10]
+    python -m ops.bench.probe_edge_build --points 40000 [--modes child,in-process,codes-child] [--storage disk,ram]
+        [--payload-indexes disk,ram] [--nice 10]
 
 One ``EdgeVectorStore`` per mode, as the web holds it: ``--points`` random 384-d points with a
 memory's payload. ``child`` and ``in-process`` build the HNSW graph (``plain_max_points``
 lowered so the build is due at this size); ``codes-child`` is the codes-only build a shard
 under its plain size gets (EDGE_CODES_BUILD_MIN_CHANGES), in a child. ``--storage`` runs each
 mode with the vectors and codes in memory-mapped files (``disk``, EDGE_VECTORS_ON_DISK) and/or
-loaded into RAM (``ram``). Each row also times 100
+loaded into RAM (``ram``), and ``--payload-indexes`` with the built segments' payload indexes
+memory-mapped (``disk``, EDGE_PAYLOAD_INDEXES_ON_DISK) and/or rebuilt in the heap at each open
+(``ram``). Each row also times 100
 quiet searches at limit 50 before the build and after it. Beside the build, as in the web
 process:
 
@@ -100,13 +103,14 @@ def quiet_searches(store: EdgeVectorStore, count: int = 100) -> float:
     return round(_percentile(times[count:], 50), 2)
 
 
-def run_mode(mode: str, storage: str, points: int, nice: int, directory: str, vectors) -> dict:
+def run_mode(mode: str, storage: str, indexes: str, points: int, nice: int, directory: str, vectors) -> dict:
     child = ChildBuildOptions(nice=nice, retry_s=3600) if mode in ("child", "codes-child") else None
     # codes-child: under the plain size, a codes-only build due at once
     plain_max = points * 10 if mode == "codes-child" else 1000
-    path = f"{directory}/{mode}-{storage}/shard"
+    path = f"{directory}/{mode}-{storage}-{indexes}/shard"
     store = EdgeVectorStore(path, DIMS, optimize_min_changes=1, plain_max_points=plain_max, child_build=child,
-                            codes_build_min_changes=1, vectors_on_disk=storage == "disk")
+                            codes_build_min_changes=1, vectors_on_disk=storage == "disk",
+                            payload_indexes_on_disk=indexes == "disk")
     store.ensure_collection()
     for start in range(0, points, 1000):
         store.upsert([_point(vectors, i) for i in range(start, min(points, start + 1000))])
@@ -177,7 +181,7 @@ def run_mode(mode: str, storage: str, points: int, nice: int, directory: str, ve
     finished = next((r for r in handler.records if r["message"].startswith("edge index build finished")), {})
     first = next((r for r in handler.records if r["message"].startswith("edge index build started")), {})
     row = {
-        "mode": mode, "storage": storage, "points": points, "build_s": round(ended - started, 1),
+        "mode": mode, "storage": storage, "payload_indexes": indexes, "points": points, "build_s": round(ended - started, 1),
         "indexed_after": store.indexed_points(), "count_after": store.count(),
         "heartbeat_longest_gap_ms": round(beat.longest(started, ended) * 1000),
         "recalls_during": len(during), "recall_p50_ms": round(_percentile(during, 50), 1),
@@ -216,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", type=int, default=40_000)
     parser.add_argument("--modes", default="child,in-process")
     parser.add_argument("--storage", default="disk", help="comma list: disk (EDGE_VECTORS_ON_DISK), ram")
+    parser.add_argument("--payload-indexes", default="disk", help="comma list: disk (EDGE_PAYLOAD_INDEXES_ON_DISK), ram")
     parser.add_argument("--nice", type=int, default=10, help="the child's niceness (EMBEDDED_BACKGROUND_NICE)")
     args = parser.parse_args(argv)
 
@@ -224,12 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mempipe-edge-build-") as directory:
         for mode in args.modes.split(","):
             for storage in args.storage.split(","):
-                rows.append(run_mode(mode, storage, args.points, args.nice, directory, vectors))
-                print(json.dumps(rows[-1]), flush=True)
-        shard = f"{directory}/{rows[0]['mode']}-{rows[0]['storage']}/shard"
+                for indexes in args.payload_indexes.split(","):
+                    rows.append(run_mode(mode, storage, indexes, args.points, args.nice, directory, vectors))
+                    print(json.dumps(rows[-1]), flush=True)
+        first = rows[0]
+        shard = f"{directory}/{first['mode']}-{first['storage']}-{first['payload_indexes']}/shard"
         copies = copy_gil(shard, directory)
     du = {"points": args.points, "rows": rows, "copy": copies}
-    columns = ["mode", "storage", "build_s", "heartbeat_longest_gap_ms", "recalls_during", "recall_p50_ms", "recall_p99_ms",
+    columns = ["mode", "storage", "payload_indexes", "build_s", "heartbeat_longest_gap_ms", "recalls_during", "recall_p50_ms", "recall_p99_ms",
                "recall_max_ms", "writes_during", "write_max_ms", "copy_s", "swap_pause_s", "caught_up",
                "search_p50_before_ms", "search_p50_after_ms"]
     print("| " + " | ".join(columns) + " |")
