@@ -368,6 +368,8 @@ def test_below_the_plain_size_a_codes_only_build_then_the_graph_past_it(tmp_path
     assert store.build_in_flight() and not store._build.layout.graph
     store.finish_build()
     assert built_segments(path) == [(0, True)]  # codes, no graph
+    # the child built with the shard's own index parameters: payload indexes memory-mapped
+    assert all(all(edge_segments.payload_indexes_on_disk(d).values()) for d, _ in edge_segments.built(path))
     assert store.indexed_points() == COUNT and saved_codes_only(path)
     assert not store.build_due() and store.build_pending() == 0
     for i in (3, 4321):
