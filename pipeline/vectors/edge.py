@@ -490,13 +490,19 @@ class EdgeVectorStore:
 
     def build_due(self) -> bool:
         """Would ``maintain`` build the index now (writes quiet, and a build wanted: ``_wanted_build``)?"""
-        return time.monotonic() - self._last_change >= self._optimize_quiet_s and self._wanted_build() is not None
+        return self._due_build() is not None
 
     def due_build_is_codes_only(self) -> bool:
         """Would the build due now write codes only (the shard under its plain size)? Such a
         build can wait out an import: until it, a search scans at most the plain size."""
-        layout = self._wanted_build() if self.build_due() else None
+        layout = self._due_build()
         return layout is not None and not layout.graph
+
+    def _due_build(self) -> edge_swap.ShardLayout | None:
+        """The layout of the build ``maintain`` would start now: writes quiet, and one wanted."""
+        if time.monotonic() - self._last_change < self._optimize_quiet_s:
+            return None
+        return self._wanted_build()
 
     def _wanted_build(self) -> edge_swap.ShardLayout | None:
         """The layout of the build the changes call for (writes' quiet and retries aside): past
