@@ -132,7 +132,6 @@ class EdgeVectorStore:
         self._search_params = self._layout.search_params(qe)
         # Built segments' payload indexes: memory-mapped, or rebuilt in the heap at every open
         # (most of what opening a built shard costs, and the swap's pause waits for it).
-        self._indexes_on_disk = payload_indexes_on_disk
         self._index_memory = qe.Memory.Cold if payload_indexes_on_disk else qe.Memory.Pinned
         self._optimize_min_changes = optimize_min_changes
         self._optimize_min_share = optimize_min_share
@@ -222,7 +221,7 @@ class EdgeVectorStore:
         edge_text.ensure_index(self._shard, qe, self._index_memory, rebuild=0 < version < edge_text.VERSION)
         took = time.monotonic() - started
         if took >= PAYLOAD_INDEXES_SLOW_S:
-            log.info(PAYLOAD_INDEXES_SLOW, extra={"seconds": round(took, 2), "on_disk": self._indexes_on_disk})
+            log.info(PAYLOAD_INDEXES_SLOW, extra={"seconds": round(took, 2), "on_disk": self._index_memory == qe.Memory.Cold})
         if fresh:
             edge_text.write_marker(self._path)
         # An older shard answers keyword search from the graph until maintain() has repacked it.
