@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pipeline.foreground import never_wait
 from pipeline.graph import Scope
@@ -60,13 +60,19 @@ CHANGES_FILE = "mempipe_changes.json"
 # qdrant_edge holds the GIL for each call, searches included: ``search_many`` splits a batch so
 # that one call scans about this many unindexed points (and runs at most SEARCH_BATCH_MAX
 # queries), so a SIMILAR_TO batch of hundreds of searches over a plain shard leaves the
-# process's other threads (recall, /health) a turn between calls.
-SEARCH_BATCH_SCAN_POINTS = 1_000_000
+# process's other threads (recall, /health) a turn between calls, and a recall that arrives
+# during a call waits for the rest of that one call only (tens of milliseconds a call: the
+# measurements are in docs/benchmarks-log.md, issue 21, session 37).
+SEARCH_BATCH_SCAN_POINTS = 250_000
 SEARCH_BATCH_MAX = 64
 # Points per ``update`` call of an upsert: each call holds the GIL (with building its points,
 # ~60 us a point), and the process's foreground requests get their turn between calls
 # (``give_way``, pipeline.foreground): 128 points hold it ~5-10 ms.
 UPSERT_CHUNK = 128
+# Points per step of a payload write (enrichment's refresh, decay, drift repair): each point is
+# its own call, so the GIL changes hands between them anyway; between steps the write also
+# gives way to foreground requests, instead of sharing the GIL with a recall for the whole batch.
+PAYLOAD_CHUNK = 32
 # What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document):
 # the indexed ones, ``content`` included (its scored text index is keyword search, see
 # pipeline.vectors.edge_text).
@@ -434,17 +440,26 @@ class EdgeVectorStore:
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
         # A field kept in the packed document is merged into the stored one (read, merge,
         # write), under a lock so two threads of this process cannot interleave on a point.
-        with self._writes.shared(), self._access.shared(), self._payload_lock:
-            merge = [m for m, p in payloads.items() if needs_document(p, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)]
-            stored = self.retrieve(merge) if merge else {}
-            self._write_payloads(self._qe.UpdateOperation.set_payload, {
-                memory_id: {**stored[memory_id].payload, **payload} if memory_id in stored else payload
-                for memory_id, payload in payloads.items()
-            })
+        for chunk in self._payload_steps(payloads):
+            with self._writes.shared(), self._access.shared(), self._payload_lock:
+                merge = [m for m, p in chunk.items() if needs_document(p, EDGE_NATIVE_FIELDS, EDGE_COVERED_FIELDS)]
+                stored = self.retrieve(merge) if merge else {}
+                self._write_payloads(self._qe.UpdateOperation.set_payload, {
+                    memory_id: {**stored[memory_id].payload, **payload} if memory_id in stored else payload
+                    for memory_id, payload in chunk.items()
+                })
 
     def replace_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
-        with self._writes.shared(), self._access.shared(), self._payload_lock:
-            self._write_payloads(self._qe.UpdateOperation.overwrite_payload, payloads)
+        for chunk in self._payload_steps(payloads):
+            with self._writes.shared(), self._access.shared(), self._payload_lock:
+                self._write_payloads(self._qe.UpdateOperation.overwrite_payload, chunk)
+
+    def _payload_steps(self, payloads: dict[str, dict[str, Any]]) -> Iterator[dict[str, dict[str, Any]]]:
+        """``payloads`` in steps of PAYLOAD_CHUNK points, giving way to foreground requests before each."""
+        items = list(payloads.items())
+        for start in range(0, len(items), PAYLOAD_CHUNK):
+            self._give_way()
+            yield dict(items[start:start + PAYLOAD_CHUNK])
 
     def _write_payloads(self, operation, payloads: dict[str, dict[str, Any]]) -> None:
         """One payload operation per point (call holding ``_writes`` and ``_access`` shared)."""

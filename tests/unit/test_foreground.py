@@ -90,6 +90,46 @@ def test_an_edge_upsert_gives_way_before_each_chunk_and_stores_every_point(tmp_p
         store.close()
 
 
+def test_an_edge_payload_write_gives_way_before_each_step_and_writes_every_point(tmp_path):
+    from pipeline.vectors import EdgeVectorStore, VectorPoint
+    from pipeline.vectors.edge import PAYLOAD_CHUNK
+
+    gate = Foreground(max_wait_s=5)
+    steps: list[int] = []
+
+    def give_way() -> bool:
+        steps.append(gate.in_flight)
+        return gate.give_way()
+
+    store = EdgeVectorStore(str(tmp_path / "shard"), 4, give_way=give_way)
+    store.ensure_collection()
+    try:
+        count = 2 * PAYLOAD_CHUNK + 3
+        ids = [f"m{i}" for i in range(count)]
+        store.upsert([VectorPoint(m, [1.0, float(i % 7), 0.5, 0.25], {"memory_id": m, "content": "x", "tags": ["a"]})
+                      for i, m in enumerate(ids)])
+        steps.clear()
+        store.replace_payloads({m: {"memory_id": m, "content": "x", "tags": ["b"]} for m in ids})
+        assert len(steps) == 3  # one step per PAYLOAD_CHUNK points
+        store.set_payloads({m: {"importance": 0.9} for m in ids})  # merged into the packed document
+        assert len(steps) == 6
+        stored = store.retrieve(ids)
+        assert all(stored[m].payload["tags"] == ["b"] and stored[m].payload["importance"] == 0.9 for m in ids)
+
+        # A recall in flight holds the next step back until it answers.
+        gate.enter()
+        writer = threading.Thread(target=store.set_payloads, args=({m: {"importance": 0.1} for m in ids},))
+        writer.start()
+        writer.join(timeout=0.5)
+        assert writer.is_alive() and store.retrieve(ids[:1])[ids[0]].payload["importance"] == 0.9
+        gate.leave()
+        writer.join(timeout=5)
+        assert not writer.is_alive()
+        assert all(r.payload["importance"] == 0.1 for r in store.retrieve(ids).values())
+    finally:
+        store.close()
+
+
 def test_the_web_hands_its_stores_the_gate_and_other_processes_never_wait():
     from pipeline.config import Settings
     from pipeline.vectors import build_vector_store
