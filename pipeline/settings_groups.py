@@ -326,7 +326,7 @@ class ProcessSettings(SettingsGroup):
 
     title: ClassVar[str] = "Processes"
     tier: ClassVar[Tier] = "advanced"
-    web_background_yield_max_ms: int = Field(250, ge=0, le=10_000, description="How long the web process's own background vector work (Edge upserts in chunks of 128 points, SIMILAR_TO search batches, shard flushes) waits before each step while a recall or /health is in flight, at most (0 = never waits). Those steps hold the GIL the recall needs; under a continuous stream of recalls the work still advances one step per this many ms (pipeline.foreground).")
+    web_background_yield_max_ms: int = Field(250, ge=0, le=10_000, description="How long the web process's own background vector work (Edge upserts in chunks of 128 points, payload writes such as enrichment's refresh in steps of 32, SIMILAR_TO search batches, shard flushes) waits before each step while a recall or /health is in flight, at most (0 = never waits). Those steps hold the GIL the recall needs; under a continuous stream of recalls the work still advances one step per this many ms (pipeline.foreground).")
     web_gc_freeze: bool = Field(True, description="Whether the web process exempts what it holds after start-up from Python's garbage collector (gc.freeze()): a full collection then walks only what was allocated since, instead of stopping every request for 0.1-0.3 s while an import flows (api.gc_pause).")
     embedded_background_nice: int = Field(10, ge=0, le=19, description="Niceness the launcher (make run) gives the worker and enricher processes, so that on a busy machine the web answering recalls gets the CPU first and the write path and enrichment take what is left (0 = the same priority as the web).")
 
