@@ -116,11 +116,12 @@ def test_an_edge_payload_write_gives_way_before_each_step_and_writes_every_point
         stored = store.retrieve(ids)
         assert all(stored[m].payload["tags"] == ["b"] and stored[m].payload["importance"] == 0.9 for m in ids)
 
-        # A recall in flight holds the next step back until it answers.
+        # A recall in flight holds the write back until it answers.
         gate.enter()
         writer = threading.Thread(target=store.set_payloads, args=({m: {"importance": 0.1} for m in ids},))
         writer.start()
         writer.join(timeout=0.5)
+        assert steps[6:] == [1]  # its first step found the recall in flight, and waits
         assert writer.is_alive() and store.retrieve(ids[:1])[ids[0]].payload["importance"] == 0.9
         gate.leave()
         writer.join(timeout=5)
