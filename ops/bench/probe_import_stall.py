@@ -24,13 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
 from ops.bench.embedded import ROOT, EmbeddedService, index_builds as builds
 from ops.bench.lifecycle import (DATA, Prober, background_done, health, latency_summary, questions, real_bodies,
                                  send_batches, wait_for, write_path_done)
+from ops.bench.probe_payload_refresh import commit_of
 from ops.bench.real import conversation_turns, slack_texts
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -109,10 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps({"memories": args.memories, "variants": reports}, indent=2))
     print(f"written {out}")
     return 0
-
-
-def commit_of(root: Path) -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
 
 
 def table(reports: list[dict]) -> str:
