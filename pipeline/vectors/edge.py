@@ -294,9 +294,7 @@ class EdgeVectorStore:
 
     def upsert(self, points: list[VectorPoint]) -> None:
         qe = self._qe
-        for start in range(0, len(points), UPSERT_CHUNK):  # short steps: see UPSERT_CHUNK
-            chunk = points[start:start + UPSERT_CHUNK]
-            self._give_way()
+        for chunk in self._steps(points, UPSERT_CHUNK):  # short steps: see UPSERT_CHUNK
             point_ids = [p.point_id or point_id_for(p.memory_id) for p in chunk]
             built = [qe.Point(i, p.vector, self._pack(p.payload)) for i, p in zip(point_ids, chunk)]
             # the payload lock: never between a payload merge's read and its write
@@ -369,10 +367,9 @@ class EdgeVectorStore:
 
         def batched(requests: list) -> list:
             out: list = []
-            for start in range(0, len(requests), step):  # each call holds the GIL: see SEARCH_BATCH_SCAN_POINTS
-                self._give_way()
+            for chunk in self._steps(requests, step):  # each call holds the GIL: see SEARCH_BATCH_SCAN_POINTS
                 with self._access.shared():
-                    out += self._shard.query_batch(qe.QueryBatchRequest(requests[start:start + step]))
+                    out += self._shard.query_batch(qe.QueryBatchRequest(chunk))
             return out
 
         results = batched([request(q, False) for q in queries])
@@ -455,11 +452,15 @@ class EdgeVectorStore:
                 self._write_payloads(self._qe.UpdateOperation.overwrite_payload, chunk)
 
     def _payload_steps(self, payloads: dict[str, dict[str, Any]]) -> Iterator[dict[str, dict[str, Any]]]:
-        """``payloads`` in steps of PAYLOAD_CHUNK points, giving way to foreground requests before each."""
-        items = list(payloads.items())
-        for start in range(0, len(items), PAYLOAD_CHUNK):
+        """``payloads`` in steps of PAYLOAD_CHUNK points (``_steps``)."""
+        return map(dict, self._steps(list(payloads.items()), PAYLOAD_CHUNK))
+
+    def _steps(self, items: list, size: int) -> Iterator[list]:
+        """``items`` in slices of ``size``, giving way to foreground requests before each
+        (pipeline.foreground): background work's calls into the binding, cut short."""
+        for start in range(0, len(items), size):
             self._give_way()
-            yield dict(items[start:start + PAYLOAD_CHUNK])
+            yield items[start:start + size]
 
     def _write_payloads(self, operation, payloads: dict[str, dict[str, Any]]) -> None:
         """One payload operation per point (call holding ``_writes`` and ``_access`` shared)."""
