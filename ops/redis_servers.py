@@ -100,8 +100,10 @@ class RedisServer:
                 f"{self.name}: port {self.port} is already in use; stop what holds it or change the port setting"
             )
         # Output into its log too: a setting it refuses is reported on stderr, before the logfile opens.
+        # Own process group: Ctrl-C in the launcher's terminal must not stop a store before the
+        # processes that still write to it (the launcher stops it last).
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=log)
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=log, process_group=0)
 
     def wait_ready(self, timeout: float = 20.0, progress: Callable[[str], None] | None = None) -> None:
         """Wait until the spawned server answers; stop it if it will not.

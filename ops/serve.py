@@ -170,11 +170,15 @@ def spawn_child(args: list[str], env: dict[str, str], nice: int = 0) -> subproce
     """Start one supervised child, ``nice`` steps below the launcher's priority (inherited by
     what it forks: Dramatiq's worker processes).
 
-    Own session: Ctrl-C reaches only the supervisor, which then stops the children; and its
-    own process group, which holds whatever the child forks, so a child that must be killed
-    is killed with all of them.
+    Own process group: Ctrl-C in the terminal (SIGINT to the foreground group) reaches only
+    the supervisor, which then stops the children in order; and the group holds whatever the
+    child forks, so a child that must be killed is killed with all of them. The launcher's
+    session, not one of its own: Linux's autogroup scheduler shares the CPU equally between
+    sessions and weighs nice values only within one, so a niced worker in a session of its
+    own would get as much CPU as the web answering recalls. No terminal input: a process
+    group other than the terminal's foreground one is stopped if it reads it.
     """
-    return subprocess.Popen(args, env=env, start_new_session=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    return subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, process_group=0, preexec_fn=(lambda: os.nice(nice)) if nice else None)
 
 
 def metrics_env(settings: Settings, offset: int) -> dict[str, str]:

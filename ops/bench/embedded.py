@@ -70,8 +70,10 @@ class EmbeddedService:
         if self.tokens_from_launcher:
             del env["AUTOMEM_API_TOKEN"], env["ADMIN_API_TOKEN"]
         log = open(self.data_dir / "serve.log", "ab")
+        # A session of its own, as `make run` in a terminal of its own: what drives it (an
+        # importer, a benchmark's recalls) runs in another, as a user's client would.
         self.process = subprocess.Popen([sys.executable, "-m", "ops.serve"], cwd=self.root, env=env, stdout=log,
-                                        stderr=subprocess.STDOUT)
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -122,7 +124,9 @@ class EmbeddedService:
 
     def stop(self, remove: bool = True) -> None:
         if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # the launcher stops its children in order
+            # Ctrl-C as a terminal sends it: SIGINT to the launcher's whole process group. The
+            # launcher stops its children in order; they and the stores are in groups of their own.
+            os.killpg(self.process.pid, signal.SIGINT)
             try:
                 self.process.wait(90)
             except subprocess.TimeoutExpired:

@@ -141,12 +141,12 @@ class IndexBuilds:
         return round(time.monotonic() - began, 1)
 
 
-def _session_pids(sid: int) -> list[int]:
+def _group_pids(group: int) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == sid:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == group:
                     pids.append(int(entry.name))
             except (OSError, IndexError, ValueError):
                 pass
@@ -156,8 +156,8 @@ def _session_pids(sid: int) -> list[int]:
 def _stack_parts(stack: Stack, servers: Servers) -> dict:
     return {
         "web": lambda: [stack.web.pid],
-        # Worker processes run in the dramatiq command's session (start_new_session).
-        "workers": lambda: [p for w in stack.workers for p in _session_pids(w.pid)],
+        # Worker processes run in the dramatiq command's process group (Stack.start_worker).
+        "workers": lambda: [p for w in stack.workers for p in _group_pids(w.pid)],
         "broker": lambda: [servers.broker.process.pid],
         "graph": lambda: [servers.graph.process.pid],
     }

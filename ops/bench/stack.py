@@ -157,7 +157,7 @@ class Stack:
         env = {**self.env(), "WORKER_PROCESSES": str(processes), **{k.upper(): str(v) for k, v in env_overrides.items()}}
         ready_before = self._ready_workers()
         worker = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log("worker"), stderr=subprocess.STDOUT,
-                                  start_new_session=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+                                  process_group=0, preexec_fn=(lambda: os.nice(nice)) if nice else None)
         self.workers.append(worker)
         # Return once its processes consume: on a busy machine booting takes seconds, and a
         # write sent before that would outlast WRITE_WAIT_SECONDS for reasons under test elsewhere.

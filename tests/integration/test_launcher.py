@@ -36,9 +36,31 @@ def _client(service: EmbeddedService) -> httpx.Client:
     return httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
 
 
+def _session_and_group(pid: int) -> tuple[int, int]:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[3]), int(fields[2])
+
+
+def _autogroup(pid: int) -> str:
+    path = Path(f"/proc/{pid}/autogroup")
+    return path.read_text().split()[0] if path.exists() else ""
+
+
+def _assert_one_session_and_a_group_each(service: EmbeddedService) -> None:
+    """Every child shares the launcher's session, so its niceness counts against the web's
+    (the autogroup scheduler shares the CPU between sessions equally), and leads a process
+    group other than the launcher's, so a terminal's Ctrl-C reaches the launcher alone."""
+    session, group = _session_and_group(service.process.pid)
+    for role, pids in service.processes().items():
+        for pid in pids if role != "serve" else []:
+            assert _session_and_group(pid)[0] == session, (role, pid)
+            assert _session_and_group(pid)[1] != group, (role, pid)
+            assert _autogroup(pid) == _autogroup(service.process.pid), (role, pid)
+
+
 def _ctrl_c(service: EmbeddedService) -> None:
     pids = [pid for role, found in service.processes().items() for pid in found]
-    service.stop(remove=False)  # SIGINT to the launcher, as Ctrl-C in its terminal
+    service.stop(remove=False)  # SIGINT to the launcher's process group, as Ctrl-C in its terminal
     assert service.process.returncode == 0, service.log_tail()
     wait_until(lambda: not any(_alive(pid) for pid in pids), timeout=30, message="every child process gone")
     assert not any(port_open("127.0.0.1", port) for port in (service.port, service.broker_port, service.graph_port))
@@ -50,6 +72,7 @@ def test_one_command_serves_the_readme_flow_stops_on_ctrl_c_and_keeps_the_data()
     try:
         service.start()
         assert ROLES <= set(service.processes()), service.processes()
+        _assert_one_session_and_a_group_each(service)
         tokens = json.loads((service.data_dir / "tokens.json").read_text())
         assert f"AUTOMEM_API_TOKEN={tokens['AUTOMEM_API_TOKEN']}" in _log(service)  # printed for the newcomer
         assert (service.data_dir / "tokens.json").stat().st_mode & 0o777 == 0o600

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ops.serve import kill_group, metrics_env, worker_shutdown_ms
+from ops.serve import kill_group, metrics_env, spawn_child, worker_shutdown_ms
 from pipeline.stages import message_chunks
 from pipeline.config import Settings
 
@@ -53,6 +53,19 @@ def test_killing_the_group_of_a_child_that_already_exited_is_harmless():
     kill_group(child)
     assert child.returncode == 0
     assert os.getpgid(0) != child.pid
+
+
+def test_a_child_gets_a_process_group_of_its_own_in_the_launchers_session():
+    # Its own group: a terminal's Ctrl-C reaches only the launcher. The launcher's session: the
+    # autogroup scheduler weighs nice values only within a session, so the niced worker yields
+    # the CPU to the web only if they share one.
+    child = spawn_child([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), nice=5)
+    try:
+        assert os.getsid(child.pid) == os.getsid(0)
+        assert os.getpgid(child.pid) == child.pid != os.getpgid(0)
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == os.getpriority(os.PRIO_PROCESS, 0) + 5
+    finally:
+        kill_group(child)
 
 
 def test_workers_give_up_on_their_messages_before_the_launcher_would_kill_them():
