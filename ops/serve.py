@@ -166,7 +166,7 @@ def children_store_wait(environ: Mapping[str, str]) -> dict[str, str]:
     return {} if "STORE_START_WAIT_S" in environ else {"STORE_START_WAIT_S": f"{STORE_START_WAIT_MAX_S:g}"}
 
 
-def spawn_child(args: list[str], env: dict[str, str], nice: int = 0) -> subprocess.Popen:
+def spawn_child(args: list[str], env: dict[str, str], nice: int = 0, **popen) -> subprocess.Popen:
     """Start one supervised child, ``nice`` steps below the launcher's priority (inherited by
     what it forks: Dramatiq's worker processes).
 
@@ -176,9 +176,11 @@ def spawn_child(args: list[str], env: dict[str, str], nice: int = 0) -> subproce
     session, not one of its own: Linux's autogroup scheduler shares the CPU equally between
     sessions and weighs nice values only within one, so a niced worker in a session of its
     own would get as much CPU as the web answering recalls. No terminal input: a process
-    group other than the terminal's foreground one is stopped if it reads it.
+    group other than the terminal's foreground one is stopped if it reads it. ``popen``: more
+    of Popen's arguments (a working directory, where the output goes).
     """
-    return subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, process_group=0, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    return subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, process_group=0,
+                            preexec_fn=(lambda: os.nice(nice)) if nice else None, **popen)
 
 
 def metrics_env(settings: Settings, offset: int) -> dict[str, str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from ops.redis_servers import RedisServer, free_port
+from ops.serve import spawn_child
 from pipeline.vectors.edge import saved_changes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,8 +157,8 @@ class Stack:
         # Each process is told how many share the cores (its torch threads), as ops.serve does.
         env = {**self.env(), "WORKER_PROCESSES": str(processes), **{k.upper(): str(v) for k, v in env_overrides.items()}}
         ready_before = self._ready_workers()
-        worker = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log("worker"), stderr=subprocess.STDOUT,
-                                  process_group=0, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+        # As the launcher starts it: niced, in this session, in a process group of its own.
+        worker = spawn_child(args, env, nice, cwd=ROOT, stdout=self._log("worker"), stderr=subprocess.STDOUT)
         self.workers.append(worker)
         # Return once its processes consume: on a busy machine booting takes seconds, and a
         # write sent before that would outlast WRITE_WAIT_SECONDS for reasons under test elsewhere.

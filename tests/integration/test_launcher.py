@@ -4,6 +4,7 @@ flow works with the token it generated, Ctrl-C stops every process, and a restar
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import httpx
@@ -36,11 +37,6 @@ def _client(service: EmbeddedService) -> httpx.Client:
     return httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
 
 
-def _session_and_group(pid: int) -> tuple[int, int]:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[3]), int(fields[2])
-
-
 def _autogroup(pid: int) -> str:
     path = Path(f"/proc/{pid}/autogroup")
     return path.read_text().split()[0] if path.exists() else ""
@@ -50,11 +46,11 @@ def _assert_one_session_and_a_group_each(service: EmbeddedService) -> None:
     """Every child shares the launcher's session, so its niceness counts against the web's
     (the autogroup scheduler shares the CPU between sessions equally), and leads a process
     group other than the launcher's, so a terminal's Ctrl-C reaches the launcher alone."""
-    session, group = _session_and_group(service.process.pid)
+    session, group = os.getsid(service.process.pid), os.getpgid(service.process.pid)
     for role, pids in service.processes().items():
         for pid in pids if role != "serve" else []:
-            assert _session_and_group(pid)[0] == session, (role, pid)
-            assert _session_and_group(pid)[1] != group, (role, pid)
+            assert os.getsid(pid) == session, (role, pid)
+            assert os.getpgid(pid) != group, (role, pid)
             assert _autogroup(pid) == _autogroup(service.process.pid), (role, pid)
 
 
