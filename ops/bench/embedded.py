@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from ops.bench.suite.procs import descendants
 from ops.redis_servers import free_port
 from pipeline.vectors import INDEX_BUILD_FAILED, INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 
@@ -141,34 +142,6 @@ class EmbeddedService:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    """Is ``pid`` a running process (not gone, not a zombie waiting to be reaped)?"""
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float | None:

@@ -48,7 +48,7 @@ import redis
 from ops.bench.busy import BusySampler, format_report
 from ops.bench.gen_slack_export import generate
 from ops.bench.model_alone import model_run_apart
-from ops.bench.suite.procs import cpu_seconds, wait_measured
+from ops.bench.suite.procs import cpu_seconds, group_members, wait_measured
 from pipeline.tracking import INFLIGHT_KEY
 from pipeline.vectors import INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 from ops.bench.stack import API_TOKEN, AUTH, Servers, Stack, discard_data
@@ -141,23 +141,11 @@ class IndexBuilds:
         return round(time.monotonic() - began, 1)
 
 
-def _group_pids(group: int) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == group:
-                    pids.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                pass
-    return pids
-
-
 def _stack_parts(stack: Stack, servers: Servers) -> dict:
     return {
         "web": lambda: [stack.web.pid],
         # Worker processes run in the dramatiq command's process group (Stack.start_worker).
-        "workers": lambda: [p for w in stack.workers for p in _group_pids(w.pid)],
+        "workers": lambda: group_members({w.pid for w in stack.workers}),
         "broker": lambda: [servers.broker.process.pid],
         "graph": lambda: [servers.graph.process.pid],
     }

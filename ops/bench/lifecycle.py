@@ -55,7 +55,8 @@ from pathlib import Path
 import httpx
 
 from ops.bench import locomo
-from ops.bench.embedded import EmbeddedService, alive, descendants, index_builds, rss_mb
+from ops.bench.embedded import EmbeddedService, index_builds, rss_mb
+from ops.bench.suite.procs import alive, descendants
 from ops.bench.real import DATA, as_worker_calls, conversation_turns, raw_model_rate, slack_texts
 from ops.bench.restart import kill_all
 from pipeline.config import Settings
@@ -111,10 +112,12 @@ class Prober(threading.Thread):
         self.join(timeout=60)
 
     def summary(self) -> dict:
+        """Latencies per phase and kind; safe while probing (it reads a copy of the samples so far)."""
         out: dict[str, dict] = {}
-        for phase in dict.fromkeys(p for p, *_ in self.samples):
+        samples = list(self.samples)
+        for phase in dict.fromkeys(p for p, *_ in samples):
             for kind in ("recall", "health"):
-                rows = [(s, status) for p, k, s, status in self.samples if p == phase and k == kind]
+                rows = [(s, status) for p, k, s, status in samples if p == phase and k == kind]
                 if rows:
                     out.setdefault(phase, {})[kind] = {**latency_summary(rows, ok=(200,)),
                                                        "slowest": self.slowest(phase, kind)}
@@ -288,7 +291,9 @@ def questions(limit: int = 400) -> list[str]:
     return found[:limit]
 
 
-def run_use(args: argparse.Namespace) -> dict:
+def run_use(args: argparse.Namespace, save) -> dict:
+    """Saved after each phase (``save(report)``, the probes so far included and ``"partial"``
+    set), so a run stopped short — a slow day at 100k — still leaves what it measured."""
     exports = [DATA / "slack-dev" / name for name in args.exports.split(",") if name]
     texts = [t for export in exports for t in slack_texts(export)]
     turns = conversation_turns(2 * args.singles + 5000)
@@ -302,8 +307,11 @@ def run_use(args: argparse.Namespace) -> dict:
            "singles": raw_model_rate([t["content"] for t in singles], Settings()),
            "singles_probed": raw_model_rate([t["content"] for t in probed_singles], Settings())}
     service = EmbeddedService()
-    report: dict = {"mode": "use", "raw_model": raw}
+    report: dict = {"mode": "use", "raw_model": raw, "partial": True}
     prober = None
+
+    def checkpoint() -> None:
+        save(report | {"probes": prober.summary()})
     try:
         started = time.monotonic()
         service.start(timeout=args.start_timeout)
@@ -326,6 +334,7 @@ def run_use(args: argparse.Namespace) -> dict:
                             "end_to_end_s": round(accepted - started + recallable, 1),
                             "rate": round((imported + topped) / (accepted - started + recallable), 1)}
         count = imported + topped
+        checkpoint()
         for phase, batch in (("singles", singles), ("singles_probed", probed_singles)):
             prober.phase = phase
             if phase == "singles":
@@ -339,17 +348,20 @@ def run_use(args: argparse.Namespace) -> dict:
             prober.paused.clear()
             phases[phase].update(end_to_end_s=round(answered - started + recallable, 1),
                                  rate=round(stored / (answered - started + recallable), 1))
+            checkpoint()
         prober.phase = "background"
         drain = QueueDrain(offset_s=recallable)
         phases["background_after_last_write_s"] = round(
             recallable + wait_for(service, background_done, args.timeout, "background done", watch=drain), 1)
         phases["background_queues"] = drain.report()
+        checkpoint()
         prober.phase = "idle"
         time.sleep(5)
         prober.stop()
         report["probes"] = prober.summary()
         prober = None
         report["restarts"] = [stop_and_restart(service, how, args.start_timeout) for how in ("ctrl-c", "kill -9")]
+        report["partial"] = False
     finally:
         if prober:
             prober.stop()
@@ -566,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2) + "\n")
 
-    report = run_growth(args, save) if args.growth else run_use(args)
+    report = run_growth(args, save) if args.growth else run_use(args, save)
     save(report)
     print(render(report))
     print(f"wrote {out}")

@@ -37,7 +37,8 @@ from pathlib import Path
 
 import httpx
 
-from ops.bench.embedded import EmbeddedService, alive, descendants
+from ops.bench.embedded import EmbeddedService
+from ops.bench.suite.procs import alive, descendants
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

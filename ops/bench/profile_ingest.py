@@ -22,9 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ops.bench.ingest import IndexBuilds, _group_pids, _wait_queues_empty, bench_batch, bench_singles
+from ops.bench.ingest import IndexBuilds, _wait_queues_empty, bench_batch, bench_singles
 from ops.bench.gen_slack_export import generate
 from ops.bench.stack import Servers, Stack
+from ops.bench.suite.procs import group_members
 
 
 def _spy(pid: int, out: Path, rate: int) -> subprocess.Popen:
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             if previous_end is not None:
                 builds.settle(previous_end, start_within=15, timeout=600)
             targets = {"web": stack.web.pid}
-            for i, pid in enumerate(p for w in stack.workers for p in _group_pids(w.pid) if p != w.pid):
+            for i, pid in enumerate(p for w in stack.workers for p in group_members({w.pid}) if p != w.pid):
                 targets[f"worker{i}"] = pid
             spies = {part: (_spy(pid, args.out / f"{phase}-{part}.txt", args.rate), args.out / f"{phase}-{part}.txt")
                      for part, pid in targets.items()}

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import httpx
 
-from ops.bench.embedded import EmbeddedService, descendants
+from ops.bench.embedded import EmbeddedService
+from ops.bench.suite.procs import descendants
 from ops.redis_servers import RedisServer, free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"

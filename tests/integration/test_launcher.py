@@ -11,20 +11,13 @@ import httpx
 import pytest
 
 from ops.bench.embedded import EmbeddedService
+from ops.bench.suite.procs import alive
 from ops.redis_servers import port_open
 from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
 
 ROLES = {"web", "worker", "enricher", "clock", "redis-broker", "redis-graph"}
-
-
-def _alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _log(service: EmbeddedService) -> str:
@@ -58,7 +51,7 @@ def _ctrl_c(service: EmbeddedService) -> None:
     pids = [pid for role, found in service.processes().items() for pid in found]
     service.stop(remove=False)  # SIGINT to the launcher's process group, as Ctrl-C in its terminal
     assert service.process.returncode == 0, service.log_tail()
-    wait_until(lambda: not any(_alive(pid) for pid in pids), timeout=30, message="every child process gone")
+    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=30, message="every child process gone")
     assert not any(port_open("127.0.0.1", port) for port in (service.port, service.broker_port, service.graph_port))
     assert "mempipe: stopped" in _log(service)
 

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from ops.aof import STOP_MIN_INCR_BYTES, incremental_bytes
-from ops.bench.embedded import EmbeddedService, descendants
+from ops.bench.embedded import EmbeddedService
+from ops.bench.suite.procs import alive, descendants, group_members
 from ops.bench.stack import wait_until
 
 pytestmark = pytest.mark.integration
@@ -26,26 +27,6 @@ pytestmark = pytest.mark.integration
 STOP_TIMEOUT_S = 12.0
 START_TIMEOUT_S = 180.0
 SETTLE_TIMEOUT_S = 240.0  # hash embeddings: a few thousand memories settle in well under this
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _group_members(groups: set[int]) -> list[int]:
-    """Live processes whose process group is one of ``groups``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int(Path(entry, "stat").read_text().rsplit(")", 1)[1].split()[2]) in groups and _alive(int(entry.name)):
-                    found.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
 
 
 def _tree(service: EmbeddedService) -> tuple[list[int], set[int]]:
@@ -142,8 +123,8 @@ def test_quiet_start_then_ctrl_c_mid_import_with_a_stuck_worker_leaves_nothing_a
         # the children's wait, then the stores' AOF rewrite, each bounded by the stop timeout
         assert took < 3 * STOP_TIMEOUT_S, (took, service.log_tail())
         assert service.process.returncode == 0, service.log_tail()
-        assert not [pid for pid in pids if _alive(pid)], "a process of the launcher's tree survived"
-        assert not _group_members(groups), "a process of the launcher's process groups survived"
+        assert not [pid for pid in pids if alive(pid)], "a process of the launcher's tree survived"
+        assert not group_members(groups), "a process of the launcher's process groups survived"
         log = service.log_tail(10**7)
         assert "enricher did not stop" in log  # the frozen one was killed, with its children
         assert "worker did not stop" not in log and "web did not stop" not in log  # the others stopped by themselves
@@ -194,7 +175,7 @@ def test_restart_after_kill_9_keeps_written_queued_and_half_processed_work():
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
         service.process.wait()
-        wait_until(lambda: not any(_alive(pid) for pid in pids), timeout=30, message="everything killed")
+        wait_until(lambda: not any(alive(pid) for pid in pids), timeout=30, message="everything killed")
 
         del service.env_overrides["WEB_WORKER_QUEUES"]
         started = time.monotonic()

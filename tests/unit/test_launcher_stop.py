@@ -7,8 +7,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from ops.bench.suite.procs import alive
 from ops.serve import kill_group, metrics_env, spawn_child, worker_shutdown_ms
 from pipeline.stages import message_chunks
 from pipeline.config import Settings
@@ -27,23 +27,15 @@ time.sleep(120)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 def test_a_killed_child_takes_what_it_forked_with_it():
     parent = subprocess.Popen([sys.executable, "-c", FORKING], stdout=subprocess.PIPE, text=True, start_new_session=True)
     forked = int(parent.stdout.readline())
-    assert _alive(forked)
+    assert alive(forked)
     kill_group(parent)
     deadline = time.monotonic() + 10
-    while _alive(forked) and time.monotonic() < deadline:
+    while alive(forked) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(forked), "the forked process outlived its parent"
+    assert not alive(forked), "the forked process outlived its parent"
     assert parent.returncode == -signal.SIGKILL
 
 

@@ -156,6 +156,47 @@ def test_a_growth_size_saves_its_recall_figures_before_its_cycles_and_restart(mo
     assert len(saved) == 1 and saved[0]["recall_plain"] == {"p95_ms": 40.0} and "consolidation" not in saved[0]
 
 
+def test_a_use_run_saves_each_phase_as_it_ends_with_the_probes_so_far(monkeypatch):
+    # a 100k import on a slow day can leave no time for the singles: a run stopped there keeps the import
+    class Service:
+        def start(self, timeout):
+            pass
+
+    class Prober:
+        def __init__(self, service, queries):
+            self.phase, self.paused = "start", SimpleNamespace(set=lambda: None, clear=lambda: None)
+
+        def start(self):
+            pass
+
+        def stop(self):
+            pass
+
+        def summary(self):
+            return {self.phase: {"recall": {"count": 1}}}
+
+    for name, value in {"raw_model_rate": {"rate": 1.0}, "slack_texts": ["a"], "conversation_turns": [{"content": "t"}],
+                        "quiet_start": [], "questions": ["q"], "import_export": {"imported": 1}, "send_batches": None,
+                        "wait_for": 1.0, "keep_store": None, "EmbeddedService": Service(), "Prober": None}.items():
+        monkeypatch.setattr(lifecycle, name, lambda *a, value=value, **k: value)
+    monkeypatch.setattr(lifecycle, "Prober", Prober)
+
+    def singles(*args):
+        raise KeyboardInterrupt  # stopped by hand during the singles
+
+    monkeypatch.setattr(lifecycle, "store_singles", singles)
+    saved = []
+    args = SimpleNamespace(exports="r-contributors", singles=1, memories=0, raw_texts=0, timeout=60, start_timeout=60,
+                           clients=1, keep=None)
+    try:
+        lifecycle.run_use(args, save=saved.append)
+    except KeyboardInterrupt:
+        pass
+    assert len(saved) == 1
+    assert saved[0]["partial"] is True and saved[0]["phases"]["import"]["imported"] == 1
+    assert saved[0]["probes"] == {"import": {"recall": {"count": 1}}}
+
+
 def test_the_prober_keeps_each_phases_slowest_samples_with_when_they_were_sent():
     prober = lifecycle.Prober(service=None, queries=["q"])
     for phase, seconds, at in [("import", 0.02, 1_800_000_000.0), ("import", 0.7, 1_800_000_001.5),

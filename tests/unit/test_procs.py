@@ -1,9 +1,12 @@
-"""A child's peak RSS is its own, not its parent's (ops.bench.suite.procs.wait_measured)."""
+"""ops.bench.suite.procs: a child's peak RSS is its own, not its parent's (wait_measured); a process's
+descendants, its process group and whether it still runs, read from /proc."""
 
+import os
 import subprocess
 import sys
+import time
 
-from ops.bench.suite.procs import wait_measured
+from ops.bench.suite.procs import alive, descendants, group_members, wait_measured
 
 MIB = 1024
 
@@ -30,3 +33,25 @@ def test_return_code_is_set():
     process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     wait_measured(process)
     assert process.returncode == 3
+
+
+# A shell in a process group of its own, with a sleeping child of its own.
+_SHELL_WITH_CHILD = "sleep 30 & echo $!; wait"
+
+
+def test_descendants_group_members_and_alive_follow_a_process_tree():
+    shell = subprocess.Popen(["sh", "-c", _SHELL_WITH_CHILD], stdout=subprocess.PIPE, text=True, process_group=0)
+    child = int(shell.stdout.readline())
+    try:
+        assert child in descendants(shell.pid)
+        assert sorted(group_members({shell.pid})) == sorted([shell.pid, child])
+        assert os.getpid() not in group_members({shell.pid})
+        assert alive(shell.pid) and alive(child)
+    finally:
+        os.killpg(shell.pid, 9)
+        shell.wait()
+    assert not alive(shell.pid)  # reaped: gone from /proc
+    deadline = time.monotonic() + 10  # SIGKILL is delivered asynchronously; a zombie counts as gone
+    while group_members({shell.pid}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group_members({shell.pid}) == [] and not alive(child)

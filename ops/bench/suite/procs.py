@@ -72,13 +72,36 @@ def cmdline(pid: int) -> list[str]:
         return []
 
 
-def _parent(pid: int) -> int | None:
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat`` from field 3 (the state) on; None once the process is gone."""
     try:
         stat = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-    return int(stat.rsplit(")", 1)[1].split()[1])
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _parent(pid: int) -> int | None:
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[1])
+
+
+def alive(pid: int) -> bool:
+    """Is ``pid`` a running process (not gone, not a zombie waiting to be reaped)?"""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def group_members(groups: set[int]) -> list[int]:
+    """Running processes whose process group is one of ``groups``."""
+    found = []
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None and fields[0] != "Z" and int(fields[2]) in groups:
+                found.append(int(entry.name))
+    return found
 
 
 def tree(root: int) -> dict[int, int]:
@@ -96,6 +119,11 @@ def tree(root: int) -> dict[int, int]:
             out[child] = parent
             stack.append(child)
     return out
+
+
+def descendants(root: int) -> list[int]:
+    """Every descendant of ``root``."""
+    return list(tree(root))
 
 
 def role(args: list[str]) -> str:
