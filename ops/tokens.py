@@ -18,6 +18,12 @@ TOKEN_NAMES = ("AUTOMEM_API_TOKEN", "ADMIN_API_TOKEN")
 PRIVATE = 0o600
 
 
+def new_token() -> str:
+    """A fresh secret token: 192 random bits in hex. Not URL-safe base64, whose tokens start with
+    ``-`` one time in 64 and are then read as an option (``--token -x…``) by a command line."""
+    return secrets.token_hex(24)
+
+
 def write_private(path: Path, text: str) -> None:
     """Replace ``path`` with ``text``, never readable beyond its owner."""
     scratch = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
@@ -44,7 +50,7 @@ def load_or_create_tokens(data_dir: Path, environ: dict[str, str] | None = None)
     environ = os.environ if environ is None else environ
     path = data_dir / "tokens.json"
     stored = _read_private(path)
-    tokens = {name: environ.get(name) or stored.get(name) or secrets.token_urlsafe(24) for name in TOKEN_NAMES}
+    tokens = {name: environ.get(name) or stored.get(name) or new_token() for name in TOKEN_NAMES}
     if tokens != stored:
         write_private(path, json.dumps(tokens, indent=2))
     return tokens

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import subprocess
@@ -23,6 +22,7 @@ import httpx
 
 from ops.bench.suite.procs import descendants
 from ops.redis_servers import free_port
+from ops.tokens import new_token
 from pipeline.vectors import INDEX_BUILD_FAILED, INDEX_BUILD_FINISHED, INDEX_BUILD_STARTED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,8 +34,8 @@ class EmbeddedService:
     port: int = field(default_factory=free_port)
     broker_port: int = field(default_factory=free_port)
     graph_port: int = field(default_factory=free_port)
-    api_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
-    admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
+    api_token: str = field(default_factory=new_token)
+    admin_token: str = field(default_factory=new_token)
     data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mempipe-embedded-")))
     # True: pass no tokens, as a newcomer's first `make run` does; the launcher generates them
     # (or finds them in the data dir) and they are read back from its tokens.json.

@@ -211,7 +211,7 @@ def log_size(service: EmbeddedService) -> int:
 
 
 def import_export(service: EmbeddedService, export: Path) -> dict:
-    args = [sys.executable, "-m", "ops.slack_import", str(export), "--url", service.url, "--token", service.api_token,
+    args = [sys.executable, "-m", "ops.slack_import", str(export), "--url", service.url, f"--token={service.api_token}",
             "--no-progress", "--json"]
     result = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False)
     if result.returncode != 0:

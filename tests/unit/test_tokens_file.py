@@ -61,3 +61,13 @@ def test_the_environment_wins_and_is_kept(tmp_path):
     chosen = load_or_create_tokens(tmp_path, environ={"AUTOMEM_API_TOKEN": "mine"})
     assert chosen["AUTOMEM_API_TOKEN"] == "mine"
     assert load_or_create_tokens(tmp_path, environ={}) == chosen
+
+
+def test_generated_tokens_are_hex_so_no_command_line_reads_one_as_an_option(tmp_path):
+    # URL-safe base64 starts a token with "-" one time in 64: `--token -x…` is then an option
+    tokens = []
+    for n in range(20):
+        (tmp_path / str(n)).mkdir()
+        tokens.append(load_or_create_tokens(tmp_path / str(n), environ={}))
+    for token in (value for pair in tokens for value in pair.values()):
+        assert len(token) == 48 and set(token) <= set("0123456789abcdef"), token
