@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 from ops.bench.suite import figures, readme, render, report, sources
@@ -108,6 +109,38 @@ def test_rebuild_keeps_the_run_of_the_same_file_and_drops_it_for_a_newer_one():
     assert sections["ingest"]["status"] == "missing"
     # No per-bench JSON left (a fresh checkout): the committed report's sections survive.
     assert report.rebuild(previous, {})["latency"] == previous["sections"]["latency"]
+
+
+def test_the_same_file_is_known_by_its_content_then_by_its_own_date_and_only_last_by_mtime():
+    hashed = {"file": "b.json", "mtime": 1.0, "sha256": "aa", "date_from": "file mtime"}
+    assert report._same_file(hashed, {**hashed, "mtime": 2.0})  # a clone: new mtime, same content
+    assert not report._same_file(hashed, {**hashed, "sha256": "bb"})
+    dated = _source("b.json", 1.0)  # a record from before the hash: the JSON's own date and commit
+    assert report._same_file(dated, {**dated, "mtime": 2.0, "sha256": "aa"})
+    assert not report._same_file(dated, {**dated, "date": "2026-12-01T00:00:00+00:00", "sha256": "aa"})
+    undated = {"file": "b.json", "mtime": 1.0, "date_from": "file mtime"}
+    assert report._same_file(undated, dict(undated)) and not report._same_file(undated, {**undated, "mtime": 2.0})
+
+
+def test_an_undated_json_takes_the_date_of_the_commit_that_wrote_it_not_the_clones_mtime(tmp_path):
+    def git(*args, **env):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                            "GIT_COMMITTER_EMAIL": "t@t", **env})
+
+    result = tmp_path / "bench_quality.json"
+    result.write_text('{"commit": "abc1234"}')
+    git("init", "-q")
+    git("add", result.name)
+    git("commit", "-q", "-m", "r", GIT_COMMITTER_DATE="2026-12-04T02:48:00+00:00")
+    _, source = sources.read(result)
+    assert (source["date"], source["date_from"]) == ("2026-12-04T02:48:00+00:00", "git commit")
+    result.write_text('{"commit": "def5678"}')  # changed since: its mtime is the best there is
+    _, source = sources.read(result)
+    assert source["date_from"] == "file mtime" and source["commit"] == "def5678"
+    outside = tmp_path / "other.json"  # not committed
+    outside.write_text("{}")
+    assert sources.read(outside)[1]["date_from"] == "file mtime"
 
 
 def test_a_changed_bench_json_fails_its_section_only():

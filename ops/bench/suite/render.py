@@ -56,8 +56,8 @@ def provenance(record: dict) -> str:
         parts += [f"`{run['command']}`", run.get("mode", "")]
     if source:
         stamp = source.get("date", "")[:16].replace("T", " ") + " UTC"
-        if source.get("date_from") == "file mtime":
-            stamp += " (file mtime: the JSON carries no date)"
+        if source.get("date_from") in ("file mtime", "git commit"):
+            stamp += f" ({source['date_from']}: the JSON carries no date)"
         parts.append(f"`ops/bench/results/{source.get('file')}` of {stamp}")
         dirty = " with uncommitted changes" if run.get("dirty") else ""
         parts.append(f"commit `{source.get('commit') or run.get('commit') or 'unknown'}`{dirty}")

@@ -34,7 +34,15 @@ def missing(section: Section) -> dict:
 
 
 def _same_file(a: dict | None, b: dict | None) -> bool:
-    return bool(a and b and a.get("file") == b.get("file") and a.get("mtime") == b.get("mtime"))
+    """Is ``b`` the result file ``a`` was read from? By content where both know it; records from
+    before the hash by the date the JSON itself carries; else by mtime (a clone resets mtimes)."""
+    if not (a and b and a.get("file") == b.get("file")):
+        return False
+    if a.get("sha256") and b.get("sha256"):
+        return a["sha256"] == b["sha256"]
+    if a.get("date_from") == "json" and b.get("date_from") == "json":
+        return (a.get("date"), a.get("commit")) == (b.get("date"), b.get("commit"))
+    return a.get("mtime") == b.get("mtime")
 
 
 def rebuild(previous: dict | None, found: dict[str, tuple[dict, dict] | None]) -> dict[str, dict]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -44,20 +46,41 @@ DATE_KEYS = (("measured_at",), ("date",), ("at",), ("when",), ("machine", "date"
 COMMIT_KEYS = (("commit",), ("machine", "commit"), ("provenance", "commit"))
 
 
-def provenance(data: dict, mtime: float) -> dict:
-    """The JSON's own date and commit; where it has no date (or only a day), the file's mtime, and it says so."""
+def provenance(data: dict, mtime: float, stamp_from: str = "file mtime") -> dict:
+    """The JSON's own date and commit; where it has no date (or only a day), ``mtime`` — the
+    file's, or the time of the commit that last wrote it (``stamp_from`` says which) — and it
+    says so."""
     written = _first(data, DATE_KEYS)
     date, timed = _iso(written) if written else (None, False)
     modified = datetime.fromtimestamp(mtime, timezone.utc).replace(microsecond=0).isoformat()
     if date and not timed and modified[:10] == date[:10]:
-        date, source = modified, "json day, file mtime"  # the same day: the mtime adds the time
+        date, source = modified, f"json day, {stamp_from}"  # the same day: the stamp adds the time
     else:
-        source = "json" if date else "file mtime"
+        source = "json" if date else stamp_from
     return {"date": date or modified, "date_from": source, "commit": _first(data, COMMIT_KEYS)}
 
 
+def committed_at(path: Path) -> float | None:
+    """When the commit that last wrote ``path`` was made, if the file is committed and unchanged
+    since: a clone's mtimes are all the time of the checkout, not of the measurement."""
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", *args, "--", path.name], cwd=path.parent, capture_output=True, text=True,
+                                  timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    if git("status", "--porcelain", "--ignored") or not git("ls-files"):
+        return None  # changed, untracked or ignored: its mtime is the best there is
+    stamp = git("log", "-1", "--format=%ct")
+    return float(stamp) if stamp else None
+
+
 def read(path: Path) -> tuple[dict, dict]:
-    """(the JSON, its provenance) of one result file."""
-    data = json.loads(path.read_text())
-    stat = path.stat()
-    return data, {"file": path.name, "mtime": stat.st_mtime, **provenance(data, stat.st_mtime)}
+    """(the JSON, its provenance) of one result file; ``sha256`` tells a re-render it is the same file."""
+    raw = path.read_bytes()
+    data = json.loads(raw)
+    mtime, committed = path.stat().st_mtime, committed_at(path)
+    stamp = provenance(data, committed, "git commit") if committed is not None else provenance(data, mtime)
+    return data, {"file": path.name, "mtime": mtime, "sha256": hashlib.sha256(raw).hexdigest(), **stamp}
