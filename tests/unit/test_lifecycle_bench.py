@@ -177,7 +177,7 @@ def test_a_use_run_saves_each_phase_as_it_ends_with_the_probes_so_far(monkeypatc
 
     for name, value in {"raw_model_rate": {"rate": 1.0}, "slack_texts": ["a"], "conversation_turns": [{"content": "t"}],
                         "quiet_start": [], "questions": ["q"], "import_export": {"imported": 1}, "send_batches": None,
-                        "wait_for": 1.0, "keep_store": None, "EmbeddedService": Service(), "Prober": None}.items():
+                        "wait_for": 1.0, "keep_store": None, "EmbeddedService": Service()}.items():
         monkeypatch.setattr(lifecycle, name, lambda *a, value=value, **k: value)
     monkeypatch.setattr(lifecycle, "Prober", Prober)
 
