@@ -44,6 +44,7 @@ import httpx
 import orjson
 import redis
 
+from ops.bench.suite import machine
 from ops.bench.locomo import SCORED_CATEGORIES, Question, conversation_tag, load, questions, turns
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -327,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     folders = [args.data] if args.data else [data_root() / name for name in args.corpora.split(",") if name]
     params = _settings(args.recall_param)
     report: dict = {"settings": {**_settings(args.env), **params}, "variants": args.variant, "corpora": [],
-                    "load_before": round(os.getloadavg()[0], 1)}
+                    "load_before": round(os.getloadavg()[0], 1), **machine.commit(), "date": machine.now_iso()}
 
     if args.url:
         headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
