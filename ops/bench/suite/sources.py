@@ -81,6 +81,10 @@ def read(path: Path) -> tuple[dict, dict]:
     """(the JSON, its provenance) of one result file; ``sha256`` tells a re-render it is the same file."""
     raw = path.read_bytes()
     data = json.loads(raw)
-    mtime, committed = path.stat().st_mtime, committed_at(path)
-    stamp = provenance(data, committed, "git commit") if committed is not None else provenance(data, mtime)
+    mtime = path.stat().st_mtime
+    stamp = provenance(data, mtime)
+    if stamp["date_from"] != "json":  # the JSON does not say when: ask git before trusting the mtime
+        committed = committed_at(path)
+        if committed is not None:
+            stamp = provenance(data, committed, "git commit")
     return data, {"file": path.name, "mtime": mtime, "sha256": hashlib.sha256(raw).hexdigest(), **stamp}
