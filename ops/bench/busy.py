@@ -53,7 +53,7 @@ class BusySampler:
     def __init__(self, parts: dict[str, Callable[[], list[int]]], interval: float = 0.2, resolve_every: float = 2.0):
         self._parts = dict(parts)
         self._interval = interval
-        # Resolving a part can scan /proc (a worker's session): not at every sample, the
+        # Resolving a part can scan /proc (a worker's process group): not at every sample, the
         # sampler shares the cores it measures.
         self._resolve_every = resolve_every
         self._resolved: dict[str, list[int]] = {}

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+from ops.bench.suite.procs import alive
 from pipeline.vectors import EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
 from pipeline.vectors import edge_swap, shard_lock
 from pipeline.vectors.edge import saved_changes, saved_codes_only
@@ -296,13 +297,8 @@ def test_a_killed_owner_leaves_no_child_building_and_its_next_start_removes_the_
         owner.wait(30)
         owner.stdout.close()
 
-    def gone() -> bool:
-        try:
-            with open(f"/proc/{child}/stat") as handle:
-                return handle.read().split()[2] == "Z"  # a zombie until reaped: it has ended
-        except FileNotFoundError:
-            return True
-    assert wait_until(gone, timeout=10)  # PR_SET_PDEATHSIG: killed with its parent
+    # gone or a zombie until reaped: it has ended
+    assert wait_until(lambda: not alive(child), timeout=10)  # PR_SET_PDEATHSIG: killed with its parent
     reopened = EdgeVectorStore(path, DIMS)
     reopened.ensure_collection()
     assert reopened.count() == COUNT and siblings(path) == []
