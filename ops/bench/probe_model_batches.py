@@ -4,9 +4,9 @@
 
 Real texts from ``../shared/data``: messages of the two dev Slack exports and turns of
 realtalk-dev and locomo-dev, embedded as the embed stage does (``embed_contents_f32``: labelled
-turns sentence by sentence) through ``LocalEmbedder`` with the workers' torch threads. Calls of
-``EMBED_BATCH_SIZE`` texts (an import's embed message) and of 4 (what 8 waiting clients of
-single writes gather in a call), each with ``EMBED_MODEL_TOKEN_BUDGET``
+turns sentence by sentence) through ``LocalEmbedder`` with the workers' model passes and torch
+threads. Calls of ``EMBED_BATCH_SIZE`` texts (an import's embed message) and of 4 (what 8
+waiting clients of single writes gather in a call), each with ``EMBED_MODEL_TOKEN_BUDGET``
 (0 = the whole call as one batch, as sentence-transformers does by default) and
 ``EMBED_MODEL_ROW_TOKENS`` (0 = no packing), given as ``budget/row`` pairs. Rounds alternate
 the order of the configurations so a changing load hits each alike. Prints texts per second
@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     configs = [tuple(int(part) for part in pair.split("/")) for pair in args.configs.split(",")]
     call_sizes = [settings.embed_batch_size, 4]
-    embedders = {config: LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads, *config)
+    embedders = {config: LocalEmbedder(settings.embed_batch_size, settings.resolved_embed_torch_threads, *config,
+                                       passes=settings.resolved_embed_model_passes)
                  for config in configs}
     texts = corpora(args.texts)
     for embedder in embedders.values():
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                     best[key] = max(best.get(key, 0.0), rate(embedders[config], corpus, call_size))
     rows = [{"corpus": name, "call_size": call_size, "budget": budget, "row_tokens": row, "texts_per_s": round(value, 1)}
             for (name, call_size, (budget, row)), value in best.items()]
-    print(f"texts per second, best of {args.rounds} rounds, {settings.resolved_embed_torch_threads} torch threads")
+    print(f"texts per second, best of {args.rounds} rounds, {settings.resolved_embed_model_passes} passes of {settings.resolved_embed_torch_threads} torch threads")
     print("| corpus | texts per call | " + " | ".join(f"budget {b or 'off'}, rows {r or 'off'}" for b, r in configs) + " |")
     print("|---|---|" + "---|" * len(configs))
     for name in texts:
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             cells = [f"{best[(name, call_size, config)]:.1f}" for config in configs]
             print(f"| {name} | {call_size} | " + " | ".join(cells) + " |")
     report = {"rows": rows, "texts": {name: len(corpus) for name, corpus in texts.items()}, "rounds": args.rounds,
-              "torch_threads": settings.resolved_embed_torch_threads, "load_after": os.getloadavg()[0]}
+              "torch_threads": settings.resolved_embed_torch_threads, "passes": settings.resolved_embed_model_passes, "load_after": os.getloadavg()[0]}
     args.out.parent.mkdir(exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -1,6 +1,6 @@
 """The most waiting clients can get from the model: the singles' turns in calls as small as the clients.
 
-    python -m ops.bench.probe_singles_ceiling [--turns 1500] [--sizes 64,8,4] [--rounds 2] [--threads N]
+    python -m ops.bench.probe_singles_ceiling [--turns 1500] [--sizes 64,8,4] [--rounds 2] [--threads N] [--passes N]
 
 N clients that each wait for their ``201`` before sending again never have more than N writes in
 flight, so the embed stage never gets a call of more than N texts, however the pipeline is
@@ -43,15 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=1500)
     parser.add_argument("--sizes", default="", help="call sizes (default: the batch size, 8 and 4)")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--threads", type=int, help="torch threads (default: the workers')")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads of each pass (default: the workers')")
+    parser.add_argument("--passes", type=int, default=0, help="forward passes side by side (default: the workers')")
     parser.add_argument("--out", type=Path, default=RESULTS / "probe_singles_ceiling.json")
     args = parser.parse_args(argv)
-    settings = Settings()
+    settings = Settings(embed_torch_threads=args.threads, embed_model_passes=args.passes)
     sizes = [int(s) for s in args.sizes.split(",") if s] or [settings.embed_batch_size, 8, 4]
-    threads = args.threads or settings.resolved_embed_torch_threads
+    threads, passes = settings.resolved_embed_torch_threads, settings.resolved_embed_model_passes
     texts = [turn["content"] for turn in conversation_turns(args.turns)]
     embedder = LocalEmbedder(settings.embed_batch_size, threads, settings.embed_model_token_budget,
-                             settings.embed_model_row_tokens)
+                             settings.embed_model_row_tokens, passes)
     embedder.embed_f32(texts[: settings.embed_batch_size])  # loaded and warm before anything is timed
     runs: dict[str, list[dict]] = {}
     for _ in range(args.rounds):
@@ -60,11 +61,11 @@ def main(argv: list[str] | None = None) -> int:
                 key = f"{'labelled sentences' if labelled else 'whole'}, calls of {size}"
                 runs.setdefault(key, []).append(timed(embedder, texts, size, labelled))
     report = {"texts": len(texts), "labelled_pieces_per_text": round(sum(len(labelled_sentences(t) or [t]) for t in texts) / len(texts), 2),
-              "batch_size": settings.embed_batch_size, "torch_threads": threads, "runs": runs,
+              "batch_size": settings.embed_batch_size, "torch_threads": threads, "passes": passes, "runs": runs,
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"{len(texts)} turns, {report['labelled_pieces_per_text']} labelled pieces a turn, {threads} torch threads")
+    print(f"{len(texts)} turns, {report['labelled_pieces_per_text']} labelled pieces a turn, {passes} passes of {threads} torch threads")
     print("| how | " + " | ".join(f"round {n + 1} /s (CPU ms a text)" for n in range(args.rounds)) + " |")
     print("|---|" + "---|" * args.rounds)
     for key, rows in runs.items():

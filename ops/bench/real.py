@@ -96,8 +96,9 @@ def conversation_turns(limit: int) -> list[dict]:
 
 def raw_model_rate(texts: list[str], settings: Settings, sorted_within: int = 0) -> dict:
     """The model alone, in child processes (torch never loads into this one): one process with
-    one torch thread, with the workers' count and with every usable core, and as many
-    one-thread processes side by side as there are cores; the fastest is the model's rate, the
+    one torch thread, with the workers' count and with every usable core, as many one-thread
+    processes side by side as there are cores, and one process whose calls are split between
+    one-thread passes, one per core (``EMBED_MODEL_PASSES``); the fastest is the model's rate, the
     budget the pipeline is held to. Texts go in calls of the workers' batch size, in order.
 
     With ``sorted_within`` (an import's batch size) the fastest arrangement runs once more
@@ -115,20 +116,23 @@ def raw_model_rate(texts: list[str], settings: Settings, sorted_within: int = 0)
             for threads in sorted({settings.resolved_embed_torch_threads, 1, cores})]
     if cores > 1:
         runs.append(model_run_in_processes(texts, settings, cores))
+        runs.append(model_run_apart(texts, settings, 1, passes=cores))
     best = max(runs, key=lambda run: run["rate"])
     result = {**best, "runs": runs, "as_worker_calls": model_as_workers_call_it(texts, settings)}
     if sorted_within:
         grouped = [t for start in range(0, len(texts), sorted_within) for t in sorted(texts[start:start + sorted_within], key=len)]
-        result["length_sorted"] = model_run_arranged(grouped, settings, best.get("processes", 1), best["torch_threads"])
+        result["length_sorted"] = model_run_arranged(grouped, settings, best.get("processes", 1), best["torch_threads"],
+                                                     best.get("caller_threads", 0), best.get("model_passes", 1))
     return result
 
 
 def model_as_workers_call_it(texts: list[str], settings: Settings) -> dict:
     """The model as the launcher's write-path workers run it: ``EMBEDDED_WORKER_PROCESSES``
-    processes, each with its share of the cores as torch threads, the calls made by its
-    ``WORKER_THREADS`` threads taking turns."""
-    return model_run_arranged(texts, settings, settings.resolved_embedded_worker_processes,
-                              settings.resolved_embed_torch_threads, settings.worker_threads)
+    processes, the calls made by each one's ``WORKER_THREADS`` threads, each split between
+    ``EMBED_MODEL_PASSES`` forward passes on ``EMBED_TORCH_THREADS`` threads each."""
+    workers = settings.model_copy(update={"worker_processes": settings.resolved_embedded_worker_processes})
+    return model_run_arranged(texts, settings, workers.worker_processes, workers.resolved_embed_torch_threads,
+                              settings.worker_threads, workers.resolved_embed_model_passes)
 
 
 def wait_background_done(stack: Stack, timeout: float) -> float:

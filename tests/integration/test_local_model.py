@@ -81,3 +81,24 @@ def test_packed_rows_give_the_models_own_vectors_on_real_messages():
         assert abs(got - expected).max() < 1e-4
     labelled = [f"Maria: {a} {b}" for a, b in zip(slack[::2], slack[1::2])]
     assert abs(embed_contents_f32(packed, labelled) - embed_contents_f32(plain, labelled)).max() < 1e-4
+
+
+def test_a_call_split_between_passes_gives_the_same_vectors_from_callers_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ops.bench.real import DATA, slack_texts
+    from pipeline.embedding import LocalEmbedder
+
+    slack = slack_texts(DATA / "slack-dev" / "houstondatavis")[:96]
+    texts = [*slack, "", "ok", *MEMORIES]
+    one_pass = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=512, row_tokens=128)
+    two_passes = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=512, row_tokens=128, passes=2)
+    assert two_passes._packed.passes == 2
+    calls = [texts[:1], texts[:5], texts[5:69], texts]
+    expected = [one_pass.embed_f32(call) for call in calls]
+    # four worker threads calling at once, as a worker process's threads do, share the two passes
+    with ThreadPoolExecutor(4) as callers:
+        got = list(callers.map(two_passes.embed_f32, calls * 3))
+    for index, vectors in enumerate(got):
+        assert vectors.shape == expected[index % len(calls)].shape
+        assert abs(vectors - expected[index % len(calls)]).max() < 1e-4

@@ -86,10 +86,12 @@ def test_the_write_path_gets_its_worker_processes_each_told_how_many_share_the_c
     for cores, expected in (({0}, 1), ({0, 1}, 2), ({0, 1, 2, 3, 4, 5, 6, 7}, 4)):  # 0: one per core, at most 4
         args, env = _started(monkeypatch, tmp_path, cores, EMBEDDED_WORKER_PROCESSES=0)["worker"]
         assert args[args.index("--processes") + 1] == str(expected)
-        # each process reads the count to take its share of the cores as torch threads
+        # each process reads the count to take its share of the cores as one-thread model passes
         assert env["WORKER_PROCESSES"] == str(expected)
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cores)
-        assert Settings(WORKER_PROCESSES=env["WORKER_PROCESSES"]).resolved_embed_torch_threads == max(1, len(cores) // expected)
+        process = Settings(WORKER_PROCESSES=env["WORKER_PROCESSES"])
+        assert process.resolved_embed_model_passes == max(1, len(cores) // expected)
+        assert process.resolved_embed_torch_threads == 1
     args, env = _started(monkeypatch, tmp_path, {0, 1, 2, 3}, EMBEDDED_WORKER_PROCESSES=3)["worker"]
     assert args[args.index("--processes") + 1] == "3" and env["WORKER_PROCESSES"] == "3"
     enricher, _ = _started(monkeypatch, tmp_path, {0, 1}, EMBEDDED_WORKER_PROCESSES=0)["enricher"]

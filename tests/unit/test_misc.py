@@ -131,16 +131,23 @@ def test_scoped_fetch_factor_widens_only_a_tag_scoped_vector_fetch():
     assert policy(3).fetch_size(30, scoped=True) == 200  # still capped
 
 
-def test_torch_threads_default_to_each_worker_process_share_of_the_cores_and_one_for_queries(monkeypatch):
+def test_a_worker_process_share_of_the_cores_goes_to_one_thread_passes_and_queries_take_one(monkeypatch):
     import os
 
     from api.app import query_side
     from pipeline.config import Settings
 
+    def layout(settings: Settings) -> tuple[int, int]:
+        return settings.resolved_embed_model_passes, settings.resolved_embed_torch_threads
+
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    assert Settings().resolved_embed_torch_threads == 4
-    assert Settings(worker_processes=2).resolved_embed_torch_threads == 2
-    assert Settings(worker_processes=8).resolved_embed_torch_threads == 1
-    assert Settings(embed_torch_threads=3).resolved_embed_torch_threads == 3
-    assert query_side(Settings()).resolved_embed_torch_threads == 1
-    assert query_side(Settings(embed_torch_threads=2)).resolved_embed_torch_threads == 2
+    assert layout(Settings()) == (4, 1)
+    assert layout(Settings(worker_processes=2)) == (2, 1)
+    assert layout(Settings(worker_processes=8)) == (1, 1)
+    # a thread count someone chose keeps one pass at a time; passes chosen share the cores
+    assert layout(Settings(embed_torch_threads=3)) == (1, 3)
+    assert layout(Settings(embed_model_passes=2)) == (2, 2)
+    assert layout(Settings(embed_model_passes=2, embed_torch_threads=1)) == (2, 1)
+    assert layout(Settings(embed_model_row_tokens=0)) == (1, 4)  # no packed rows: nothing to split
+    assert layout(query_side(Settings())) == (1, 1)
+    assert layout(query_side(Settings(embed_torch_threads=2))) == (1, 2)

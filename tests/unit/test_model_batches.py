@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.embedding import token_budget_batches
+from pipeline.packed_model import balanced_parts
 
 
 def padded_tokens(batch: list[int], texts: list[str]) -> int:
@@ -56,3 +57,14 @@ def test_rows_are_filled_first_fit():
 
     # 100 opens row 0, 90 opens row 1, 20 fits row 0 (28 left), 30 only row 1 (38 left)
     assert pack_rows([20, 100, 30, 90], row_tokens=128) == [[1, 0], [3, 2]]
+
+
+def test_a_call_splits_into_parts_of_about_equal_length_each_text_once():
+    lengths = [120, 18, 18, 40, 7, 90, 33, 18, 60, 5]
+    parts = balanced_parts(lengths, 2)
+    assert sorted(i for part in parts for i in part) == list(range(len(lengths)))
+    totals = [sum(lengths[i] for i in part) for part in parts]
+    assert len(parts) == 2 and max(totals) - min(totals) <= max(lengths)
+    assert balanced_parts([30, 10], 4) == [[0], [1]]  # never an empty part
+    assert balanced_parts([30, 10, 5], 1) == [[0, 1, 2]]
+    assert balanced_parts([], 2) == []
