@@ -107,8 +107,8 @@ class LocalEmbedder:
         self._token_budget = token_budget
         self._packed = (PackedSentenceEncoder(self._model, row_tokens, token_budget or row_tokens * batch_size, passes)
                         if row_tokens and PackedSentenceEncoder.supports(self._model) else None)
-        # The model is not documented as thread-safe; worker threads take turns, except into an
-        # encoder with passes of its own, which bounds and runs them itself.
+        # The model is not documented as thread-safe: worker threads take turns at
+        # sentence-transformers' encode; the packed encoder bounds its own passes.
         self._lock = threading.Lock()
 
     @staticmethod
@@ -125,10 +125,7 @@ class LocalEmbedder:
 
     def embed_f32(self, texts: list[str]) -> np.ndarray:
         if self._packed is not None:
-            if self._packed.passes > 1:
-                return self._packed.encode(texts)
-            with self._lock:
-                return self._packed.encode(texts)
+            return self._packed.encode(texts)
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return out

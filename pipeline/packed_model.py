@@ -73,7 +73,8 @@ class PackedSentenceEncoder:
     With ``passes`` > 1 a call's texts are split into that many parts of about equal length,
     each packed and run on a thread of the encoder's own (one torch thread each, set by the
     caller), and calls made from several threads share those threads: at most ``passes``
-    forward passes run at once in the process. Side by side on one thread each, two passes kept
+    forward passes run at once in the process. With one pass, calls from several threads take
+    turns. Side by side on one thread each, two passes kept
     two cores busier than one pass on two torch threads, whose OpenMP team waits for its
     slowest thread at every step (docs/benchmarks-log.md, issue 21, session 40).
     """
@@ -84,11 +85,12 @@ class PackedSentenceEncoder:
         self._max_tokens = sentence_model.max_seq_length
         self._row_tokens = row_tokens
         self._token_budget = token_budget
-        # A fast tokenizer used from two threads at once can fail ("Already borrowed"); the
-        # forward passes need no lock.
+        # A fast tokenizer used from two threads at once can fail ("Already borrowed"). The
+        # forward passes are bounded, not locked: by the pool's threads, or one at a time.
         self._tokenizer_lock = threading.Lock()
         self._passes = max(1, passes)
         self._pool = ThreadPoolExecutor(self._passes, thread_name_prefix="model-pass") if self._passes > 1 else None
+        self._one_pass = threading.Lock()
 
     @property
     def passes(self) -> int:
@@ -108,8 +110,8 @@ class PackedSentenceEncoder:
                 and getattr(modules[0].auto_model.config, "position_embedding_type", "absolute") == "absolute")
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """The texts' vectors. With one pass the caller's thread runs it (callers take turns
-        outside); with more, the encoder's threads do and the caller waits."""
+        """The texts' vectors. With one pass the caller's thread runs it, callers taking turns;
+        with more, the encoder's threads do and the caller waits."""
         dimensions = self._bert.config.hidden_size
         out = np.empty((len(texts), dimensions), dtype=np.float32)
         if not texts:
@@ -117,7 +119,8 @@ class PackedSentenceEncoder:
         with self._tokenizer_lock:
             token_ids = self._tokenizer(list(texts), truncation=True, max_length=self._max_tokens)["input_ids"]
         if self._pool is None:
-            self._encode_part(list(range(len(texts))), token_ids, out)
+            with self._one_pass:
+                self._encode_part(list(range(len(texts))), token_ids, out)
             return out
         parts = balanced_parts([len(ids) for ids in token_ids], self._passes)
         for done in [self._pool.submit(self._encode_part, part, token_ids, out) for part in parts]:
