@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+from ops.bench.stack import wait_until
 from ops.bench.suite.procs import alive
 from pipeline.vectors import EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
 from pipeline.vectors import edge_swap, shard_lock
@@ -52,15 +53,6 @@ def filled_store(path: str, options: ChildBuildOptions | None = None) -> EdgeVec
 
 def siblings(path: str) -> list[str]:
     return [s for s in (BUILD, OLD, DISCARD) if os.path.lexists(sibling(path, s))]
-
-
-def wait_until(condition, timeout: float = BUILD_WAIT_S, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(step)
-    return True
 
 
 class Heartbeat(threading.Thread):
@@ -157,7 +149,7 @@ def test_a_failed_build_leaves_the_live_shard_and_is_tried_again_later(tmp_path)
     path = str(tmp_path / "shard")
     store = filled_store(path, ChildBuildOptions(retry_s=3600, python="/bin/false"))  # a child that exits 1
     store.maintain()
-    assert wait_until(lambda: store._build.poll() is not None)
+    wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the build child to exit")
     store.upsert([memory(COUNT)])
     store.maintain()
     assert not store.build_in_flight() and siblings(path) == []
@@ -171,7 +163,7 @@ def test_a_failed_build_leaves_the_live_shard_and_is_tried_again_later(tmp_path)
     store.maintain()
     assert store.build_in_flight()
     os.kill(store._build.pid, signal.SIGKILL)  # a child killed mid-build
-    assert wait_until(lambda: store._build.poll() is not None)
+    wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the build child to exit")
     store.maintain()
     assert not store.build_in_flight() and siblings(path) == [] and store.count() == COUNT + 1
     store.maintain()
@@ -179,7 +171,7 @@ def test_a_failed_build_leaves_the_live_shard_and_is_tried_again_later(tmp_path)
     time.sleep(0.3)  # past the retry time: built this time
     store.maintain()
     assert store.build_in_flight()
-    assert wait_until(lambda: store._build.poll() is not None)
+    wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the build child to exit")
     store.maintain()
     assert not store.build_in_flight() and store.indexed_points() > 0 and store.count() == COUNT + 1
     store.close()
@@ -190,7 +182,7 @@ def test_a_swap_that_fails_halfway_puts_the_old_shard_back(tmp_path, monkeypatch
     store = filled_store(path)
     store.maintain()
     store.upsert([memory(COUNT)])
-    assert wait_until(lambda: store._build.poll() is not None)
+    wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the build child to exit")
 
     def half(p):
         os.rename(p, sibling(p, OLD))
@@ -261,8 +253,8 @@ def test_the_index_maintainer_starts_the_child_build_and_swaps_it_in_on_its_own(
     maintainer = IndexMaintainer(SimpleNamespace(vectors=store), interval=0.05)  # no holds: nothing else to consult
     maintainer.start()
     try:
-        assert wait_until(store.build_in_flight)
-        assert wait_until(lambda: store.indexed_points() > 0)
+        wait_until(store.build_in_flight, BUILD_WAIT_S, 0.05, "a build in flight")
+        wait_until(lambda: store.indexed_points() > 0, BUILD_WAIT_S, 0.05, "indexed points")
     finally:
         maintainer.stop()
         maintainer.join(10)
@@ -298,7 +290,7 @@ def test_a_killed_owner_leaves_no_child_building_and_its_next_start_removes_the_
         owner.stdout.close()
 
     # gone or a zombie until reaped: it has ended
-    assert wait_until(lambda: not alive(child), timeout=10)  # PR_SET_PDEATHSIG: killed with its parent
+    wait_until(lambda: not alive(child), 10, 0.05, "the build child to die with its parent")  # PR_SET_PDEATHSIG
     reopened = EdgeVectorStore(path, DIMS)
     reopened.ensure_collection()
     assert reopened.count() == COUNT and siblings(path) == []
@@ -331,7 +323,7 @@ def test_changes_a_child_is_building_count_as_unindexed_until_its_swap(tmp_path,
     monkeypatch.setattr(edge, "SEARCH_BATCH_SCAN_POINTS", 10_000)
     store = filled_store(str(tmp_path / "shard"))
     store.maintain()
-    assert wait_until(lambda: store._build.poll() is not None)
+    wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the build child to exit")
     store.maintain()  # the swap
     assert store.indexed_points() == COUNT and store._search_batch_size() == edge.SEARCH_BATCH_MAX
     store.set_payloads({f"m{i}": {"importance": 0.9} for i in range(2000)})

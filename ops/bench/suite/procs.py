@@ -8,17 +8,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ops.redis_servers import cpu_seconds as process_cpu_seconds
+
 PROC = Path("/proc")
-_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of one process so far (0.0 once it is gone)."""
-    try:
-        fields = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    return process_cpu_seconds(pid) or 0.0
 
 
 def _status_kib(pid: int, field: str) -> int | None:
