@@ -17,6 +17,10 @@ Each scenario also reports the CPU the web process and the graph server spent pe
 restarted with those settings, over the same stores, in the same run: the first variant's
 figures (or the defaults') are ``results``, every variant's are under ``variants``.
 
+``--named-queries`` capitalises each query's second word, so the engine reads it as a name: a
+recall that names someone also runs the topic search (``RECALL_KEYWORD_TOPIC_PER_RESULT``). The
+embedding is passed in either way, so the query's second text is never embedded here.
+
 ``--plain-first`` measures every variant twice in the same run, over the same stores: on the
 shard as loaded (never built: plain segments, each search a scan, as the web keeps a shard up
 to ``EDGE_PLAIN_MAX_POINTS``), then after ``optimize()`` (HNSW); labels end in ``[plain]`` and
@@ -166,12 +170,14 @@ def prime_page_cache(directory: Path) -> int:
 
 
 def measure(stack: Stack, records: list[MemoryRecord], embedder: HashEmbedder, rng: random.Random, queries: int,
-            graph_pid: int | None = None) -> dict:
+            graph_pid: int | None = None, named: bool = False) -> dict:
     picks = [rng.choice(records) for _ in range(queries)]
     plans = []
     for record in picks:
-        words = record.content.split()
-        text = " ".join(rng.sample(words, 4))
+        words = rng.sample(record.content.split(), 4)
+        if named:  # a capitalised word not opening the query reads as a name (pipeline/query/names.py)
+            words[1] = words[1].capitalize()
+        text = " ".join(words)
         vector = ",".join(f"{x:.5f}" for x in embedder.embed([text])[0])
         plans.append((text, vector, record.tags[0]))
     out = {}
@@ -310,7 +316,7 @@ def run_size(size: int, args, words: list[str], embedder: HashEmbedder,
                 print(f"{size} memories: {primed / 2**20:.0f} MiB of Edge shard files read into the page cache", flush=True)
                 result[f"{label} [{phase}]" if phase else label] = measure(
                     stack, records, embedder, random.Random(f"queries-{args.seed}"), args.queries,
-                    servers.graph.process.pid)
+                    servers.graph.process.pid, args.named_queries)
                 stack.web.terminate()
                 stack.web.wait(30)
     finally:
@@ -341,6 +347,9 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], metavar="'NAME=VALUE …'",
                         help="measure again with the web process restarted with these settings (repeatable; "
                              "the first is reported as results)")
+    parser.add_argument("--named-queries", action="store_true",
+                        help="each query's second word capitalised, so the engine reads it as a name (the "
+                             "nameless query form and RECALL_KEYWORD_TOPIC_PER_RESULT's topic search apply)")
     parser.add_argument("--plain-first", action="store_true",
                         help="measure on the never-built shard, then build the index and measure again")
     args = parser.parse_args()
