@@ -50,6 +50,7 @@ class SearchPolicy:
     keyword_topic_per_result: int  # a second text search without the query's names (query/topics.py)
     far_same_speaker: bool  # the two-apart neighbour share only between one speaker's turns (query/neighbours.py)
     keyword_extra_gives: str  # the neighbour shares the wider keyword channel's own candidates pass on (both, adjacent, far, none)
+    keyword_extra_min_vector: float  # ... and the cosine they need to join the pool at all (0 = none)
     keyword_source: str
     nameless_weight: float  # the query also embedded without its names (query/names.py)
     nameless_form: str  # ... its names left out ("drop") or as pronouns ("pronouns", query/pronouns.py)
@@ -74,6 +75,7 @@ class SearchPolicy:
             keyword_topic_per_result=settings.recall_keyword_topic_per_result,
             far_same_speaker=settings.recall_neighbour_far_same_speaker,
             keyword_extra_gives=settings.recall_keyword_extra_gives,
+            keyword_extra_min_vector=settings.recall_keyword_extra_min_vector,
             keyword_source=settings.recall_keyword_source,
             nameless_weight=settings.recall_query_nameless_weight,
             nameless_form=settings.recall_query_nameless_form,
@@ -192,6 +194,9 @@ class QuerySearch:
         if text and ctx.vector_status.enabled and len(pool) > len(seen_vector):
             # full-text and sidecar admissions get the similarity a vector hit would have had
             self._sources.score_vectors(vector, [c for c in pool if c.id not in seen_vector])
+            floor = self._policy.keyword_extra_min_vector
+            if floor > 0:  # a match far from the query's meaning shares a word in another sense (issue 23)
+                pool = [c for c in pool if not c.widened or c.vector >= floor]
         return pool
 
     def _topic_candidates(self, text: str, keywords: list[str], ctx: SearchContext, slots: int, vector: list[float],

@@ -1,4 +1,5 @@
-"""The wider keyword channel's own candidates and the neighbour shares (RECALL_KEYWORD_EXTRA_GIVES)."""
+"""The wider keyword channel's own candidates: the neighbour shares they pass (RECALL_KEYWORD_EXTRA_GIVES) and the
+cosine they need to join the pool (RECALL_KEYWORD_EXTRA_MIN_VECTOR)."""
 
 from __future__ import annotations
 
@@ -51,9 +52,10 @@ class _Graph:
         return [row for row in CHAINS if row[0] in ids and row[1] in ids]
 
 
-def _rows(gives: str, per_result: int = 2, topic: int = 1) -> dict:
+def _rows(gives: str, per_result: int = 2, topic: int = 1, floor: float = 0.0) -> dict:
     settings = Settings(recall_keyword_per_result=per_result, recall_keyword_topic_per_result=topic,
-                        recall_keyword_extra_gives=gives, recall_metadata_search_enabled=False,
+                        recall_keyword_extra_gives=gives, recall_keyword_extra_min_vector=floor,
+                        recall_metadata_search_enabled=False,
                         search_weight_neighbour=0.1, search_weight_neighbour_far=0.1)
     ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
                         datetime.now(timezone.utc), current_only=False)
@@ -114,3 +116,12 @@ def test_a_metadata_match_is_no_longer_the_wider_channels_own():
     pool = [Candidate(SECOND, "keyword", "qdrant", widened=True)]
     _admit_metadata_matches(pool, [Candidate(SECOND, "metadata", "graph", metadata=0.8)])
     assert len(pool) == 1 and not pool[0].widened and pool[0].metadata == 0.8
+
+
+def test_a_cosine_floor_keeps_the_wider_channels_own_far_candidates_out_and_no_other():
+    # ScriptedSources: vector hits at cosine 0.5, every keyword hit at 0.3
+    assert set(_rows("both", floor=0.3)) == {"near0", "near1", "near2", "near3", "first", "second", "topic"}
+    kept = _rows("both", floor=0.35)
+    assert set(kept) == {"near0", "near1", "near2", "near3", "first"}  # first: the first slot, not the channel's own
+    # what they passed on went with them: near0 (two from second) and near1 (beside topic) get no share
+    assert _shared(kept) == {"near2", "first"}
