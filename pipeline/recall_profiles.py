@@ -101,7 +101,9 @@ RecallProfile.TUNED = RecallProfile(
         "asks": 0.15, "neighbour": 0.1,
     }),
     keyword_search="always",
-    keyword_per_result=1,
+    # issue 23 (session 41): two per result with the topic search and a cosine floor for the
+    # wider channel's own candidates; issue 7 had cut it to 1 for ~1.4 ms at 100k
+    keyword_per_result=2,
     scoped_fetch_factor=1,
     query_nameless_weight=1.0,  # issue 23: LoCoMo dev r@10 +0.016, REALTALK dev +0.064
 )

@@ -56,8 +56,9 @@ def test_tuned_profile_is_the_default():
     weights = settings.scoring_weights
     assert (weights.vector, weights.keyword, weights.lexical, weights.time_mention) == (0.5, 0.1, 0.1, 0.1)
     assert (settings.search_weight_neighbour, settings.search_weight_neighbour_far, weights.asks) == (0.1, 0.1, 0.15)
-    assert (settings.recall_scoped_fetch_factor, settings.recall_keyword_per_result) == (1, 1)
-    assert (settings.recall_keyword_topic_per_result, settings.recall_neighbour_far_same_speaker) == (0, True)
+    assert (settings.recall_scoped_fetch_factor, settings.recall_keyword_per_result) == (1, 2)
+    assert (settings.recall_keyword_topic_per_result, settings.recall_neighbour_far_same_speaker) == (2, True)
+    assert (settings.recall_keyword_extra_min_vector, settings.recall_query_nameless_form) == (0.25, "pronouns")
 
 
 def test_automem_profile_restores_the_spec_weights(monkeypatch):

@@ -48,8 +48,8 @@ def test_the_form_picks_the_second_text():
 def test_the_setting_reaches_the_search_policy():
     from pipeline.query.engine import RecallEngine
 
-    assert Settings().recall_query_nameless_form == "drop"
-    engine = RecallEngine(Settings(recall_query_nameless_form="pronouns"), lambda: None, lambda: None, lambda: RecordingEmbedder())
-    assert engine._policy.nameless_form == "pronouns"
+    assert Settings().recall_query_nameless_form == "pronouns"
+    engine = RecallEngine(Settings(recall_query_nameless_form="drop"), lambda: None, lambda: None, lambda: RecordingEmbedder())
+    assert engine._policy.nameless_form == "drop"
     with pytest.raises(ValueError):
         Settings(recall_query_nameless_form="shout")

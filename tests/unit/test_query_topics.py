@@ -46,8 +46,8 @@ def _run(query: str, topic_per_result: int) -> tuple[list[str], ScriptedSources]
     return sorted(r.id for r in rows if not r.id.startswith("near")), sources
 
 
-def test_off_by_default():
-    assert Settings().recall_keyword_topic_per_result == 0
+def test_on_by_default_and_0_turns_it_off():
+    assert Settings().recall_keyword_topic_per_result == 2
     ids, sources = _run("What are Kate's hobbies?", 0)
     assert ids == ["hello"] and sources.searches == [(["kate's", "hobbies"], 1)]
 
