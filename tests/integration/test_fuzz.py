@@ -6,6 +6,8 @@ which must not reach the session stack other tests share.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ops.bench.fuzz import fuzz, hostile_pass, seed_memories
@@ -33,7 +35,8 @@ def test_every_route_survives_schemathesis(fuzz_stack):
     assert len(operations) >= 29 and {"POST /memory", "GET /recall", "POST /memory/batch"} <= operations
     assert all(r.calls > 0 for r in reports), [r.label for r in reports if not r.calls]
     failures = {r.label: r.failures for r in reports if r.failures}
-    assert not failures, failures
+    # each failure whole (its curl command and the answer), not pytest's shortened repr
+    assert not failures, json.dumps(failures, indent=1, ensure_ascii=False, default=str)
 
 
 def test_hostile_values_in_every_query_parameter_are_answered_quickly(fuzz_stack):
@@ -42,7 +45,8 @@ def test_hostile_values_in_every_query_parameter_are_answered_quickly(fuzz_stack
     reports = hostile_pass(fuzz_stack.url, HEADERS, seed_memories(fuzz_stack.url, HEADERS, count=1))
     assert any(r.label == "GET /recall (hostile)" and r.calls > 100 for r in reports), [r.label for r in reports]
     failures = {r.label: r.failures for r in reports if r.failures}
-    assert not failures, failures
+    # each failure whole (its curl command and the answer), not pytest's shortened repr
+    assert not failures, json.dumps(failures, indent=1, ensure_ascii=False, default=str)
 
 
 def test_nul_in_an_id_is_the_callers_error_not_the_stores(fuzz_stack):
