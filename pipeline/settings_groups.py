@@ -417,6 +417,7 @@ class RecallTuning(SettingsGroup):
 
     recall_keyword_source: Literal["auto", "graph"] = Field("auto", description="Where keyword search runs. auto: BM25 in the Qdrant Edge shard's scored text index on content (one in-process call; an older shard is migrated once by the maintenance thread and uses the graph until then), the graph's full-text index with a Qdrant server; graph: always the FalkorDB full-text index (RECALL_KEYWORD_READ matches ranked by BM25 in Python).")
     recall_access_flush_ms: int = Field(500, ge=0, description="How often the last_accessed updates recalls cause are sent to the maintenance queue, batched (0: one message per recall, on the request path).")
+    recall_graph_reads_beside: int = Field(4, ge=0, le=64, description="Threads per web process for a recall's graph reads that need nothing else of it: the metadata sidecar (a FalkorDB full-text round trip on the query's keywords) starts before the query is embedded and the vector store searched, the neighbour-pair read beside the supersession and relevance reads, so the graph works while the web does. A recall that finds every thread busy waits its turn (0 = both run inline, one after another).")
 
 
 GROUPS: tuple[type[SettingsGroup], ...] = (

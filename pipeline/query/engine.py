@@ -14,6 +14,7 @@ from typing import Any, Callable
 from pipeline.config import Settings
 from pipeline.embedding import Embedder
 from pipeline.graph import GraphStore, Scope
+from pipeline.query.beside import Beside
 from pipeline.query.candidates import Candidate, CandidateSources
 from pipeline.query.context import ContextProfile
 from pipeline.query.decompose import decompose
@@ -43,11 +44,13 @@ class RecallEngine:
         embedder: Callable[[], Embedder],
         on_access: Callable[[list[str]], None] | None = None,
         dimensions: Callable[[], int] | None = None,
+        beside: Beside | None = None,
     ):
         self._settings = settings
         self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
         self._policy = SearchPolicy.from_settings(settings)
-        self._search = QuerySearch(self._sources, self._policy)
+        self._search = QuerySearch(self._sources, self._policy,
+                                   beside if beside is not None else Beside(settings.recall_graph_reads_beside))
         self._bonuses = settings.context_bonuses
         self._on_access = on_access
 

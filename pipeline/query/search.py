@@ -14,13 +14,14 @@ from typing import Any
 from pipeline.config import ScoringWeights, Settings
 from pipeline.graph import Scope
 from pipeline.query.asks import question_share
+from pipeline.query.beside import INLINE, Beside
 from pipeline.query.candidates import Candidate, CandidateSources, VectorStatus
 from pipeline.query.context import ContextProfile
 from pipeline.query.filters import in_scope, parse_epoch
 from pipeline.query.graph_reads import replacements
 from pipeline.query.keywords import extract_keywords
 from pipeline.query.lexical import PoolBM25
-from pipeline.query.neighbours import apply_neighbour_bonus, chained_pairs, same_speaker
+from pipeline.query.neighbours import ChainedPairs, apply_neighbour_bonus, chained_pairs, same_speaker
 from pipeline.query.request import RecallRequest
 from pipeline.query.response import Scored
 from pipeline.query.scoring import RecencyPolicy, apply_relevance_gate, final_score, score_components
@@ -135,9 +136,10 @@ def _admit_metadata_matches(pool: list[Candidate], matches: list[Candidate]) -> 
 
 
 class QuerySearch:
-    def __init__(self, sources: CandidateSources, policy: SearchPolicy):
+    def __init__(self, sources: CandidateSources, policy: SearchPolicy, beside: Beside = INLINE):
         self._sources = sources
         self._policy = policy
+        self._beside = beside  # where the graph reads that need nothing else start (beside.py)
 
     # --- candidates --------------------------------------------------------------------
     def _gather(self, request: RecallRequest, ctx: SearchContext, keywords: list[str], sort: str) -> list[Candidate]:
@@ -148,15 +150,15 @@ class QuerySearch:
             order = "importance" if sort == "score" else ("time_asc" if sort.endswith("_asc") else "time_desc")
             return self._sources.trending(ctx.scope, request.limit, order)
 
+        sidecar = None
+        if text and self._policy.metadata_enabled:  # needs only the keywords: the graph works while we embed and search
+            sidecar = self._beside.start(lambda: self._sources.metadata(
+                keywords, ctx.scope, max(1, min(request.limit, 10)), self._policy.metadata_min_match, text))
         vector = request.embedding
         if vector is None:
             vector = self._sources.query_vector(text, ctx.vector_status, self._policy.nameless_weight,
                                                  self._policy.nameless_form)
         ctx.query_vectors[text] = vector
-        sidecar = None
-        if text and self._policy.metadata_enabled:
-            sidecar = self._sources.metadata(keywords, ctx.scope, max(1, min(request.limit, 10)),
-                                             self._policy.metadata_min_match, text)
         always = self._policy.keyword_mode == "always"
         keyword_share = min(fetch, request.limit * self._policy.keyword_per_result)
         early_keywords = None
@@ -190,7 +192,7 @@ class QuerySearch:
                 candidate.widened = True
             pool += topical
         if sidecar is not None:
-            _admit_metadata_matches(pool, sidecar)
+            _admit_metadata_matches(pool, sidecar())
         if text and ctx.vector_status.enabled and len(pool) > len(seen_vector):
             # full-text and sidecar admissions get the similarity a vector hit would have had
             self._sources.score_vectors(vector, [c for c in pool if c.id not in seen_vector])
@@ -216,6 +218,14 @@ class QuerySearch:
                             vector: list[float]) -> list[Candidate]:
         return self._sources.keyword(keywords, ctx.scope, slots, text, self._policy.lexical, self._policy.keyword_read,
                                      self._policy.keyword_source, vector)
+
+    def _chained_pairs(self, ids: list[str], steps: int,
+                       members: dict[str, tuple[float | None, list[str]]]) -> ChainedPairs | None:
+        try:
+            return chained_pairs(self._sources.graph, ids, steps, self._policy.scope_prefixes, members)
+        except Exception as exc:  # a ranking refinement: recall answers without it
+            log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
+            return None
 
     def _add_priority(self, pool: list[Candidate], ctx: SearchContext, text: str | None) -> int:
         missing = [i for i in ctx.profile.priority_ids if i not in {c.id for c in pool}]
@@ -353,19 +363,18 @@ class QuerySearch:
     def _ranked(self, request: RecallRequest, ctx: SearchContext, sort: str, pool: list[Candidate],
                 text: str | None, keywords: list[str]) -> tuple[list[Scored], int]:
         fetched = self._add_priority(pool, ctx, text) if ctx.profile.priority_ids else 0
-        chained = None
+        pending_pairs = None
         near, far = self._policy.weights.neighbour, self._policy.weights.neighbour_far
         if text and sort == "score" and (near > 0 or far > 0):  # the pool before the state check
-            try:
-                members = {c.id: (_timestamp_epoch(c.memory), c.memory.get("tags") or []) for c in pool}
-                chained = chained_pairs(self._sources.graph, [c.id for c in pool], 2 if far > 0 else 1,
-                                        self._policy.scope_prefixes, members)
-            except Exception as exc:  # a ranking refinement: recall answers without it
-                log.warning("neighbour bonus skipped, graph unavailable: %s", exc)
+            members = {c.id: (_timestamp_epoch(c.memory), c.memory.get("tags") or []) for c in pool}
+            ids, steps = [c.id for c in pool], 2 if far > 0 else 1
+            # read beside the state check and the relevance read: none needs another's answer
+            pending_pairs = self._beside.start(lambda: self._chained_pairs(ids, steps, members))
         pool = self.apply_state(pool, ctx)
         self._sources.add_relevance(pool)
         gate = bool(text) and ctx.scope.tags.active and self._policy.relevance_gate > 0
         rows = self.score(pool, ctx, text, keywords, gate, lexical=True)
+        chained = pending_pairs() if pending_pairs is not None else None
         if chained is not None:
             two_apart = same_speaker(rows, chained.two_apart) if self._policy.far_same_speaker else chained.two_apart
             apply_neighbour_bonus(rows, chained.adjacent, near, two_apart, far, *self._silent(rows))
