@@ -1,6 +1,6 @@
 """Recall latency at 10k and 100k memories in the embedded default (Qdrant Edge + FalkorDB).
 
-    python -m ops.bench.recall [--sizes 10000,100000] [--queries 200] [--store DIR]
+    python -m ops.bench.recall [--sizes 10000,100000] [--queries 200] [--store DIR] [--out FILE]
 
 The loader writes straight to the stores through their batch methods (one UNWIND per batch
 in FalkorDB, multi-point upserts into the Edge shard, then ``optimize()``), because the
@@ -350,6 +350,8 @@ def main() -> None:
     parser.add_argument("--named-queries", action="store_true",
                         help="each query's second word capitalised, so the engine reads it as a name (the "
                              "nameless query form and RECALL_KEYWORD_TOPIC_PER_RESULT's topic search apply)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "bench_recall.json",
+                        help="where the JSON goes (the default is the committed file the report renders)")
     parser.add_argument("--plain-first", action="store_true",
                         help="measure on the never-built shard, then build the index and measure again")
     args = parser.parse_args()
@@ -381,8 +383,8 @@ def main() -> None:
         print(f"\n{max(sizes)} ÷ {min(sizes)}:")
         for name, r in growth.items():
             print(f"  {name:<20} " + "  ".join(f"{k} {v:.2f}×" for k, v in r.items()))
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "bench_recall.json"
+    path = args.out
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(orjson.dumps({
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
