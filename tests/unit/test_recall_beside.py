@@ -39,49 +39,47 @@ class SidecarSources(ScriptedSources):
         return [Candidate(BY_METADATA, "metadata", "graph", metadata=1.0, query=query)]
 
 
+@pytest.fixture
+def beside():
+    pool = Beside(1)
+    yield pool
+    pool.close()
+
+
+def _context(settings: Settings) -> SearchContext:
+    return SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
+                         datetime.now(timezone.utc), current_only=False)
+
+
 def _recall(beside: Beside, wait_s: float) -> tuple[list[str], SidecarSources]:
     settings = Settings(recall_keyword_search="fill")
     sources = SidecarSources(wait_s)
-    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
-                        datetime.now(timezone.utc), current_only=False)
     rows, _ = QuerySearch(sources, SearchPolicy.from_settings(settings), beside).run(  # type: ignore[arg-type]
-        RecallRequest(query="apollo notes", limit=5), ctx, "score")
+        RecallRequest(query="apollo notes", limit=5), _context(settings), "score")
     return [r.id for r in rows], sources
 
 
-def test_the_sidecar_reads_the_graph_while_the_query_is_embedded_and_its_match_joins_the_pool():
-    beside = Beside(1)
-    try:
-        ids, sources = _recall(beside, wait_s=10.0)  # inline, it would wait all 10 s and see nothing
-    finally:
-        beside.close()
+def test_the_sidecar_reads_the_graph_while_the_query_is_embedded_and_its_match_joins_the_pool(beside):
+    ids, sources = _recall(beside, wait_s=10.0)  # inline, it would wait all 10 s and see nothing
     assert sources.sidecar["thread"].startswith("recall-beside")
     assert sources.sidecar["saw_embedding"] is True
     assert "meta" in ids
 
 
-def test_inline_gives_the_same_answer():
-    beside = Beside(1)
-    try:
-        threaded, _ = _recall(beside, wait_s=10.0)
-    finally:
-        beside.close()
+def test_inline_gives_the_same_answer(beside):
+    threaded, _ = _recall(beside, wait_s=10.0)
     inline, sources = _recall(INLINE, wait_s=0.0)
     assert sources.sidecar == {"thread": threading.current_thread().name, "saw_embedding": False}
     assert inline == threaded
 
 
-def test_a_call_beside_keeps_the_callers_context_and_raises_what_it_raised():
+def test_a_call_beside_keeps_the_callers_context_and_raises_what_it_raised(beside):
     request_id = contextvars.ContextVar("request_id")
     request_id.set("r-1")
-    beside = Beside(2)
-    try:
-        assert beside.start(request_id.get)() == "r-1"
-        failed = beside.start(lambda: 1 / 0)
-        with pytest.raises(ZeroDivisionError):
-            failed()
-    finally:
-        beside.close()
+    assert beside.start(request_id.get)() == "r-1"
+    failed = beside.start(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failed()
 
 
 def test_the_default_is_four_threads_and_0_is_inline():
@@ -103,27 +101,21 @@ class PairGraph:
         return [("near1", "near0", 1)]
 
 
-def _neighbour_components(graph: PairGraph) -> dict[str, float]:
+def _neighbour_components(graph: PairGraph, beside: Beside) -> dict[str, float]:
     settings = Settings(recall_keyword_search="fill", recall_metadata_search_enabled=False)
-    ctx = SearchContext(Scope(), ContextProfile.build(ContextHints(), settings.context_bonuses),
-                        datetime.now(timezone.utc), current_only=False)
-    beside = Beside(1)
-    try:
-        rows, _ = QuerySearch(ScriptedSources(NEAR, lambda keywords: [], graph=graph),  # type: ignore[arg-type]
-                              SearchPolicy.from_settings(settings), beside).run(RecallRequest(query="a day", limit=5),
-                                                                                ctx, "score")
-    finally:
-        beside.close()
+    rows, _ = QuerySearch(ScriptedSources(NEAR, lambda keywords: [], graph=graph),  # type: ignore[arg-type]
+                          SearchPolicy.from_settings(settings), beside).run(RecallRequest(query="a day", limit=5),
+                                                                            _context(settings), "score")
     return {r.id: r.components.get("neighbour", 0.0) for r in rows}
 
 
-def test_the_neighbour_read_runs_beside_and_its_pairs_still_share():
+def test_the_neighbour_read_runs_beside_and_its_pairs_still_share(beside):
     graph = PairGraph()
-    shares = _neighbour_components(graph)
+    shares = _neighbour_components(graph, beside)
     assert len(graph.threads) == 1 and graph.threads[0].startswith("recall-beside")
     assert shares["near0"] > 0 and shares["near1"] > 0 and shares["near2"] == 0
 
 
-def test_a_failed_neighbour_read_beside_leaves_the_recall_without_the_bonus():
-    shares = _neighbour_components(PairGraph(fails=True))
+def test_a_failed_neighbour_read_beside_leaves_the_recall_without_the_bonus(beside):
+    shares = _neighbour_components(PairGraph(fails=True), beside)
     assert set(shares) == {"near0", "near1", "near2"} and not any(shares.values())
