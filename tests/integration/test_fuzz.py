@@ -19,6 +19,11 @@ EXAMPLES = 3  # per operation and mode (positive, negative); ops.bench.fuzz --ex
 HEADERS = {"Authorization": f"Bearer {API_TOKEN}", "X-Admin-Token": ADMIN_TOKEN}
 
 
+def failures_whole(reports) -> str:
+    """Each failure whole (its curl command and the answer), not pytest's shortened repr."""
+    return json.dumps({r.label: r.failures for r in reports if r.failures}, indent=1, ensure_ascii=False, default=str)
+
+
 @pytest.fixture(scope="module")
 def fuzz_stack(servers):
     # Short waits: a fuzz run is about answers, not about waiting out writes and maintenance runs.
@@ -34,9 +39,7 @@ def test_every_route_survives_schemathesis(fuzz_stack):
     operations = {r.label for r in reports}
     assert len(operations) >= 29 and {"POST /memory", "GET /recall", "POST /memory/batch"} <= operations
     assert all(r.calls > 0 for r in reports), [r.label for r in reports if not r.calls]
-    failures = {r.label: r.failures for r in reports if r.failures}
-    # each failure whole (its curl command and the answer), not pytest's shortened repr
-    assert not failures, json.dumps(failures, indent=1, ensure_ascii=False, default=str)
+    assert not any(r.failures for r in reports), failures_whole(reports)
 
 
 def test_hostile_values_in_every_query_parameter_are_answered_quickly(fuzz_stack):
@@ -44,9 +47,7 @@ def test_hostile_values_in_every_query_parameter_are_answered_quickly(fuzz_stack
     1.5 KB of it took 2.8 s. Every string and list parameter gets such values; no 5xx, within 1 s."""
     reports = hostile_pass(fuzz_stack.url, HEADERS, seed_memories(fuzz_stack.url, HEADERS, count=1))
     assert any(r.label == "GET /recall (hostile)" and r.calls > 100 for r in reports), [r.label for r in reports]
-    failures = {r.label: r.failures for r in reports if r.failures}
-    # each failure whole (its curl command and the answer), not pytest's shortened repr
-    assert not failures, json.dumps(failures, indent=1, ensure_ascii=False, default=str)
+    assert not any(r.failures for r in reports), failures_whole(reports)
 
 
 def test_nul_in_an_id_is_the_callers_error_not_the_stores(fuzz_stack):
