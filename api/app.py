@@ -155,7 +155,7 @@ async def web_lifespan(
     app.state.writes = writes
     access = AccessBatcher(writes.record_access, settings.recall_access_flush_ms / 1000)
     access.start()
-    app.state.engine = recall_engine(settings, svc, access)
+    engine = app.state.engine = recall_engine(settings, svc, access)
     workers = start_vector_workers(svc, web_worker_queues(settings))
     maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings),
                                  flush_interval=settings.edge_flush_interval_s)
@@ -172,6 +172,7 @@ async def web_lifespan(
         # replayed at the next start.
         maintainer.persist()
         access.stop()  # the last batch of last_accessed updates goes out before the broker closes
+        engine.close()
         stop_workers(workers, worker_shutdown_ms(settings.embedded_stop_timeout_s))
         await waiter.stop()
         svc.close()

@@ -49,10 +49,18 @@ class RecallEngine:
         self._settings = settings
         self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
         self._policy = SearchPolicy.from_settings(settings)
-        self._search = QuerySearch(self._sources, self._policy,
-                                   beside if beside is not None else Beside(settings.recall_graph_reads_beside))
+        # A pool passed in is its caller's to close; one built here is closed by close().
+        self._own_beside: Beside | None = None
+        if beside is None:
+            beside = self._own_beside = Beside(settings.recall_graph_reads_beside)
+        self._search = QuerySearch(self._sources, self._policy, beside)
         self._bonuses = settings.context_bonuses
         self._on_access = on_access
+
+    def close(self) -> None:
+        """Stop the threads that run graph reads beside a recall, if this engine started them."""
+        if self._own_beside is not None:
+            self._own_beside.close()
 
     # --- request → plan ---------------------------------------------------------------
     @staticmethod

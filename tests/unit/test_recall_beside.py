@@ -119,3 +119,21 @@ def test_the_neighbour_read_runs_beside_and_its_pairs_still_share(beside):
 def test_a_failed_neighbour_read_beside_leaves_the_recall_without_the_bonus(beside):
     shares = _neighbour_components(PairGraph(fails=True), beside)
     assert set(shares) == {"near0", "near1", "near2"} and not any(shares.values())
+
+
+def _engine(beside: Beside | None):
+    from pipeline.query.engine import RecallEngine
+    return RecallEngine(Settings(recall_graph_reads_beside=1), graph=lambda: None, vectors=lambda: None,  # type: ignore[arg-type,return-value]
+                        embedder=lambda: None, dimensions=lambda: 384, beside=beside)  # type: ignore[arg-type,return-value]
+
+
+def test_an_engine_stops_the_threads_it_started_and_leaves_a_pool_passed_in_to_its_owner(beside):
+    built = _engine(None)
+    thread = built._search._beside.start(threading.current_thread)()
+    assert thread.name.startswith("recall-beside")
+    built.close()
+    thread.join(timeout=5.0)  # idle pool threads exit as soon as shutdown wakes them
+    assert not thread.is_alive()
+
+    _engine(beside).close()
+    assert beside.start(lambda: "still open")() == "still open"
