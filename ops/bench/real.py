@@ -251,7 +251,7 @@ def render(report: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.bench.real", description=__doc__.splitlines()[0])
     parser.add_argument("--exports", default="r-contributors,houstondatavis", help="folders of shared/data/slack-dev")
-    parser.add_argument("--turns", type=int, default=1500, help="conversation turns for the single writes")
+    parser.add_argument("--turns", type=int, default=1500, help="conversation turns for the single writes (0: none)")
     parser.add_argument("--clients", default="8,4")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE,...",
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                        **bench_import(servers, export, args.timeout, overrides)}
                 report["rows"].append(row)
                 print(f"... {row['phase']} ({label}): {row['rate']}/s, model {raw['rate']}/s", file=sys.stderr, flush=True)
-        client_counts = [int(c) for c in filter(None, args.clients.split(","))]
+        client_counts = [int(c) for c in filter(None, args.clients.split(","))] if args.turns > 0 else []
         turns = conversation_turns(args.turns) if client_counts else []
         raw = raw_model_rate([t["content"] for t in turns], settings) if client_counts else {}
         for clients in client_counts:
