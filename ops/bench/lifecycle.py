@@ -2,31 +2,33 @@
 stop, restart, and growth. One command, one JSON, for issue 21's targets.
 
     python -m ops.bench.lifecycle                          # real text, the local model, shipped defaults
-    python -m ops.bench.lifecycle --memories 100000        # top the import up to 100k with real texts
+    python -m ops.bench.lifecycle --memories 100000        # the import under recall tops the store up to 100k
     python -m ops.bench.lifecycle --growth 10000,100000,1000000   # hash provider, sizes side by side
 
 ``use`` (the default) starts ``python -m ops.serve`` (what ``make run`` runs) in a scratch data
 dir with nothing set but ports and tokens, and then:
 
 1. checks the start's log for ``ERROR`` and tracebacks (a quiet start);
-2. imports the real dev Slack exports with the importer (``ops.slack_import``), then, if
-   ``--memories`` asks for more, sends real texts (Slack messages, LoCoMo and REALTALK turns,
-   cycled with a counter so that each is new) through ``POST /memory/batch`` until that many;
-3. stores ``--singles`` conversation turns one at a time with ``--clients`` clients, each
-   waiting for its answer (default ``wait``): once with nothing else asking (the rate issue 21
-   holds to the model's), then ``--singles`` more turns with the prober running (what a user
-   whose agents recall meanwhile gets);
-4. all along (but for the first singles), a prober recalls every 100 ms and reads ``/health``
-   every second; latencies and errors are kept per phase;
-5. times, after the last write, until every memory is recallable and until enrichment and
+2. imports the real dev Slack exports with the importer (``ops.slack_import``) with nothing
+   else asking (the rate issue 21 holds to the model's);
+3. sends as many real texts again through ``POST /memory/batch`` with the prober running (what
+   a user whose agents recall during an import gets): the imported texts, each made new with a
+   counter, or, if ``--memories`` asks for more, Slack messages, LoCoMo and REALTALK turns,
+   cycled the same way, until that many in all;
+4. stores ``--singles`` conversation turns one at a time with ``--clients`` clients, each
+   waiting for its answer (default ``wait``): once with nothing else asking, then ``--singles``
+   more turns with the prober running;
+5. from the second import on, but for the first singles, a prober recalls every 100 ms and
+   reads ``/health`` every second; latencies and errors are kept per phase;
+6. times, after the last write, until every memory is recallable and until enrichment and
    SIMILAR_TO are done;
-6. stops with Ctrl-C (SIGINT) and checks no process of the launcher's tree outlives it, starts
+7. stops with Ctrl-C (SIGINT) and checks no process of the launcher's tree outlives it, starts
    again (timed to ``healthy``) and counts the memories; then ``kill -9`` of every process, and
    the same.
 
 The model's own rate is measured in child processes (``ops.bench.real``: the fastest of one
 process's thread counts and one-thread processes side by side) on each phase's own
-texts (the imported contents; the singles' turns), so each of the pipeline's rates comes with
+texts (the imported contents; the texts sent under recall; the singles' turns), so each of the pipeline's rates comes with
 its ratio; the import's also against the model given the same length-sorted grouping the
 persist stage uses (``pipeline.embed_batches``), and each against the model called from a
 worker's threads taking turns (what the pipeline can run: ``model_alone.model_run_apart``).
@@ -51,11 +53,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 import httpx
 
 from ops.bench import locomo
 from ops.bench.embedded import EmbeddedService, index_builds, rss_mb
+from ops.bench.suite.figures import PHASES, phase_memories
 from ops.bench.suite.procs import alive, descendants
 from ops.bench.real import DATA, as_worker_calls, conversation_turns, raw_model_rate, slack_texts
 from ops.bench.restart import kill_all
@@ -147,9 +151,10 @@ def health(service: EmbeddedService) -> dict:
     return httpx.get(f"{service.url}/health", timeout=30).json()
 
 
-def wait_for(service: EmbeddedService, done, timeout: float, what: str, watch=None) -> float:
+def wait_for(service: EmbeddedService, done, timeout: float, what: str, watch=None,
+             poll: Callable[[dict], float] = lambda health: 0.5) -> float:
     """Seconds until ``done(health)`` holds; raises after ``timeout``. ``watch(health, seconds)``
-    sees every answer on the way."""
+    sees every answer on the way; ``poll(health)`` says how long to wait before the next look."""
     started = time.monotonic()
     last: dict = {}
     while time.monotonic() - started < timeout:
@@ -158,16 +163,33 @@ def wait_for(service: EmbeddedService, done, timeout: float, what: str, watch=No
             if watch is not None:
                 watch(last, time.monotonic() - started)
             if done(last):
-                return round(time.monotonic() - started, 1)
+                return round(time.monotonic() - started, 2)
         except (httpx.HTTPError, ValueError):
             pass
-        time.sleep(0.5)
+        time.sleep(poll(last))
     raise RuntimeError(f"{what}: not within {timeout}s; last /health: {json.dumps(last)[:800]}")
 
 
 def write_path_done(count: int):
     return lambda h: (h.get("vector_count") or 0) >= count and not any(
         n for q, n in (h.get("queues") or {}).items() if q not in BACKGROUND_QUEUES)
+
+
+def closing_in(count: int, far_s: float = 0.5, near_s: float = 0.05) -> Callable[[dict], float]:
+    """How long to wait before the next ``/health`` while ``count`` memories become recallable:
+    ``far_s`` while that is further off, ``near_s`` once the next look at the rate so far could
+    pass it. A look every 0.5 s overstates a 10 s import by 2.5 % on average; one every 50 ms
+    all along would be a load of its own on the web."""
+    seen: list[tuple[float, int]] = []
+
+    def poll(health: dict) -> float:
+        seen.append((time.monotonic(), health.get("vector_count") or 0))
+        (t0, n0), (t1, n1) = seen[0], seen[-1]
+        rate = (n1 - n0) / (t1 - t0) if t1 > t0 else 0.0
+        if n1 >= count or (rate > 0 and (count - n1) / rate <= 2 * far_s):
+            return near_s
+        return far_s
+    return poll
 
 
 class QueueDrain:
@@ -298,12 +320,16 @@ def run_use(args: argparse.Namespace, save) -> dict:
     texts = [t for export in exports for t in slack_texts(export)]
     turns = conversation_turns(2 * args.singles + 5000)
     singles, probed_singles = turns[:args.singles], turns[args.singles:2 * args.singles]
-    extra_texts = [t["content"] for t in turns[2 * args.singles:]]
+    # The import under recall: as many texts again as the exports hold, or the store topped up
+    # to --memories. Every body is new (a counter on each repeat), starting past the exports.
+    sources = texts + [t["content"] for t in turns[2 * args.singles:]] if args.memories else texts
+    probed_bodies = real_bodies(sources, len(texts) + max(len(texts), args.memories - len(texts)), start=len(texts))
     print("measuring the model's own rate on the same texts …", flush=True)
     # Each phase is held to the model's rate on its own texts: Slack contents and conversation
     # turns differ several-fold in length, so one rate for both would flatter one of them.
-    imported_texts = (texts + extra_texts)[:max(len(texts), args.memories)]
-    raw = {"import": raw_model_rate(imported_texts[:args.raw_texts or None], Settings(), sorted_within=BATCH),
+    raw = {"import": raw_model_rate(texts[:args.raw_texts or None], Settings(), sorted_within=BATCH),
+           "import_probed": raw_model_rate([b["content"] for b in probed_bodies[:args.raw_texts or None]], Settings(),
+                                           sorted_within=BATCH),
            "singles": raw_model_rate([t["content"] for t in singles], Settings()),
            "singles_probed": raw_model_rate([t["content"] for t in probed_singles], Settings())}
     service = EmbeddedService()
@@ -320,21 +346,24 @@ def run_use(args: argparse.Namespace, save) -> dict:
         prober = Prober(service, questions())
         prober.start()
         phases = report["phases"] = {}
-        prober.phase = "import"
-        started = time.monotonic()
-        summaries = [import_export(service, export) for export in exports]
-        imported = sum(s["imported"] for s in summaries)
-        topped = max(0, args.memories - imported)
-        if topped:
-            send_batches(service, real_bodies(texts + extra_texts, topped))
-        accepted = time.monotonic()
-        recallable = wait_for(service, write_path_done(imported + topped), args.timeout, "import recallable")
-        phases["import"] = {"exports": [e.name for e in exports], "imported": imported, "topped_up": topped,
-                            "accept_s": round(accepted - started, 1),
-                            "end_to_end_s": round(accepted - started + recallable, 1),
-                            "rate": round((imported + topped) / (accepted - started + recallable), 1)}
-        count = imported + topped
-        checkpoint()
+        count = 0
+        for phase, send in (("import", lambda: sum(import_export(service, e)["imported"] for e in exports)),
+                            ("import_probed", lambda: send_batches(service, probed_bodies) or len(probed_bodies))):
+            prober.phase = phase
+            if phase == "import":
+                prober.paused.set()
+            started = time.monotonic()
+            sent = send()
+            accepted = time.monotonic()
+            count += sent
+            recallable = wait_for(service, write_path_done(count), args.timeout, f"{phase} recallable",
+                                  poll=closing_in(count))
+            prober.paused.clear()
+            phases[phase] = {"how": "ops.slack_import " + ",".join(e.name for e in exports) if phase == "import"
+                             else "POST /memory/batch", "memories": sent, "accept_s": round(accepted - started, 1),
+                             "end_to_end_s": round(accepted - started + recallable, 1),
+                             "rate": round(sent / (accepted - started + recallable), 1)}
+            checkpoint()
         for phase, batch in (("singles", singles), ("singles_probed", probed_singles)):
             prober.phase = phase
             if phase == "singles":
@@ -344,7 +373,8 @@ def run_use(args: argparse.Namespace, save) -> dict:
             answered = time.monotonic()
             stored = phases[phase]["status_201"] + phases[phase]["status_202"]
             count += stored
-            recallable = wait_for(service, write_path_done(count), args.timeout, f"{phase} recallable")
+            recallable = wait_for(service, write_path_done(count), args.timeout, f"{phase} recallable",
+                                  poll=closing_in(count))
             prober.paused.clear()
             phases[phase].update(end_to_end_s=round(answered - started + recallable, 1),
                                  rate=round(stored / (answered - started + recallable), 1))
@@ -526,11 +556,11 @@ def render(report: dict) -> str:
     lines = ["| phase | memories | /s | model alone /s (in order / length-sorted) | ÷ model "
              "| model as a worker calls it /s (÷) | recall p99 / max ms | /health max ms | probe errors |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for name in ("import", "singles", "singles_probed"):
+    for name in PHASES:
         row = phases.get(name)
         if row is None:
             continue
-        count = row["writes"] if "writes" in row else row["imported"] + row["topped_up"]
+        count = phase_memories(row)
         probe = report["probes"].get(name, {})
         recall, healthz = probe.get("recall", {}), probe.get("health", {})
         model = report["raw_model"][name]

@@ -45,6 +45,32 @@ def test_suite_reads_the_use_run_as_ratios_to_the_model_on_each_phases_texts_and
     assert "| kill -9 | 0.1 | 0 | 8.5 | 1,500 → 1,500 | 0 |" in table
 
 
+def test_suite_reads_the_import_alone_and_the_import_under_recall_side_by_side():
+    data = {**USE, "raw_model": {**USE["raw_model"], "import_probed": {"rate": 50.0}},
+            "phases": {**USE["phases"], "import": {"memories": 1000, "rate": 36.0},
+                       "import_probed": {"memories": 1000, "rate": 30.0}},
+            "probes": {"import_probed": {"recall": {"p99_ms": 90.0, "max_ms": 140.0, "errors": 0}}}}
+    f = figures.lifecycle(data)
+    rows = {r["phase"]: r for r in f["rows"]}
+    assert [r["phase"] for r in f["rows"]] == ["import", "import_probed", "singles"]
+    assert rows["import"]["over_model"] == 0.9 and rows["import"]["recall_max_ms"] is None
+    assert rows["import_probed"]["over_model"] == 0.6 and rows["import_probed"]["recall_max_ms"] == 140.0
+    assert "| import through the batch API, recall every 100 ms | 1,000 | 30.0 | 50.0 | 0.60× |" in "\n".join(
+        render.lifecycle(f, {}))
+    assert "recall max 140.0 ms during an import" in render._headline("lifecycle", f, {})
+    assert lifecycle.render({**data, "first_start_s": 5.0}).count("| import") == 2
+
+
+def test_the_recallable_wait_looks_often_only_when_the_rate_so_far_says_it_is_near(monkeypatch):
+    clock = iter([0.0, 1.0, 2.0, 2.5])
+    monkeypatch.setattr(lifecycle.time, "monotonic", lambda: next(clock))
+    poll = lifecycle.closing_in(1000)
+    assert poll({"vector_count": 0}) == 0.5  # no rate yet
+    assert poll({"vector_count": 100}) == 0.5  # 100/s: 9 s to go
+    assert poll({"vector_count": 950}) == 0.05  # 475/s: 0.1 s to go
+    assert poll({"vector_count": 1000}) == 0.05  # all in the index, the queues still to empty
+
+
 def test_suite_reads_an_older_use_run_with_one_model_rate_for_both_phases():
     rows = {r["phase"]: r for r in figures.lifecycle({**USE, "raw_model": {"rate": 40.0}})["rows"]}
     assert rows["import"]["over_model"] == 0.9 and rows["singles"]["over_model"] == 0.75
@@ -192,9 +218,10 @@ def test_a_use_run_saves_each_phase_as_it_ends_with_the_probes_so_far(monkeypatc
         lifecycle.run_use(args, save=saved.append)
     except KeyboardInterrupt:
         pass
-    assert len(saved) == 1
-    assert saved[0]["partial"] is True and saved[0]["phases"]["import"]["imported"] == 1
-    assert saved[0]["probes"] == {"import": {"recall": {"count": 1}}}
+    assert len(saved) == 2  # the import alone, then the import under recall
+    assert saved[0]["partial"] is True and saved[0]["phases"]["import"]["memories"] == 1
+    assert saved[1]["phases"]["import_probed"]["memories"] == 1  # as many again as the exports held
+    assert saved[1]["probes"] == {"import_probed": {"recall": {"count": 1}}}
 
 
 def test_the_prober_keeps_each_phases_slowest_samples_with_when_they_were_sent():

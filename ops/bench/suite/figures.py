@@ -140,19 +140,30 @@ def rss(data: dict) -> dict:
     return {k: data.get(k) for k in ("provider", "load", "processes")}
 
 
+# The use run's phases, in the order ops.bench.lifecycle runs them; "_probed": with recall every 100 ms.
+PHASES = ("import", "import_probed", "singles", "singles_probed")
+
+
+def phase_memories(row: dict) -> int:
+    """Memories a phase wrote (older files: the import's ``imported`` and ``topped_up``)."""
+    if "writes" in row:
+        return row["writes"]
+    return row["memories"] if "memories" in row else row.get("imported", 0) + row.get("topped_up", 0)
+
+
 def lifecycle(data: dict) -> dict:
     phases, probes = data.get("phases") or {}, data.get("probes") or {}
     models = data.get("raw_model") or {}
     rows = []
-    for name in ("import", "singles", "singles_probed"):
-        if name == "singles_probed" and name not in phases:
-            continue  # older files: the singles ran with the prober on
+    for name in PHASES:
+        if name.endswith("_probed") and name not in phases:
+            continue  # older files: the import and the singles ran with the prober on
         phase = phases.get(name) or {}
         model = models.get(name) or models  # older files: one rate for both phases
         sorted_rate = (model.get("length_sorted") or {}).get("rate")
         worker_rate = (model.get("as_worker_calls") or {}).get("rate")  # older files: not measured
         recall, health = (probes.get(name) or {}).get("recall") or {}, (probes.get(name) or {}).get("health") or {}
-        count = phase.get("writes") if name != "import" else (phase.get("imported") or 0) + (phase.get("topped_up") or 0)
+        count = phase_memories(phase)
         rows.append({"phase": name, "memories": count, "rate": phase.get("rate"), "model_rate": model.get("rate"),
                      "over_model": _ratio(phase.get("rate"), model.get("rate")),
                      "model_sorted_rate": sorted_rate, "over_model_sorted": _ratio(phase.get("rate"), sorted_rate),

@@ -209,7 +209,8 @@ def rss(f: dict, _ratios: dict) -> list[str]:
     return lines
 
 
-PHASE_LABELS = {"import": "Slack import", "singles": "singles, nothing else asking",
+PHASE_LABELS = {"import": "Slack import", "import_probed": "import through the batch API, recall every 100 ms",
+                "singles": "singles, nothing else asking",
                 "singles_probed": "singles, recall every 100 ms"}
 
 
@@ -229,7 +230,9 @@ def lifecycle(f: dict, _ratios: dict) -> list[str]:
                   "length-sorted: the same texts sorted by length within each import batch, as the persist stage "
                   "groups them; called as a worker calls it: in order, from a worker process's threads taking turns, "
                   "whose OpenMP waits libgomp throttles (the model as the pipeline can run it; the issue's ratio is the "
-                  f"first). Singles: {num(f.get('clients'))} clients, "
+                  f"first). The Slack import runs with nothing else asking (issue 21's measure); then as many real "
+                  "texts again (or up to --memories) go through the batch API with the prober's recall every 100 ms. "
+                  f"Singles: {num(f.get('clients'))} clients, "
                   f"each waiting for its answer; the first ones with no recall meanwhile (issue 21's measure), "
                   f"the next ones with the prober's recall every 100 ms. Enrichment and SIMILAR_TO done {num(f.get('background_after_last_write_s'))} s "
                   f"after the last write. ERROR lines or tracebacks in a clean start's log: {num(f.get('start_log_errors'))}.", "",
@@ -343,7 +346,8 @@ def _headline(name: str, f: dict, ratios: dict) -> str:
                 + (f" ({times(sorted_ratio)} the length-sorted model)" if sorted_ratio is not None else "")
                 + f" and waiting singles {num(singles.get('rate'))}/s = "
                 f"{times(singles.get('over_model'))} the model's own rate on their texts; recall max "
-                f"{num(rows.get('import', {}).get('recall_max_ms'))} ms during the import; back to healthy in ≤ {num(restart)} s")
+                f"{num(rows.get('import_probed', imported).get('recall_max_ms'))} ms during an import; "
+                f"back to healthy in ≤ {num(restart)} s")
     if name == "growth":
         rows = f.get("rows", [])
         measured = [r for r in rows if not r.get("error")]
