@@ -27,11 +27,11 @@ dir with nothing set but ports and tokens, and then:
    the same.
 
 The model's own rate is measured in child processes (``ops.bench.real``: the fastest of one
-process's thread counts and one-thread processes side by side) on each phase's own
-texts (the imported contents; the texts sent under recall; the singles' turns), so each of the pipeline's rates comes with
-its ratio; the import's also against the model given the same length-sorted grouping the
-persist stage uses (``pipeline.embed_batches``), and each against the model called from a
-worker's threads taking turns (what the pipeline can run: ``model_alone.model_run_apart``).
+process's thread counts and one-thread processes side by side) on each phase's own texts (the
+imported contents; the texts sent under recall; the singles' turns), so each of the pipeline's
+rates comes with its ratio; the imports' also against the model given the same length-sorted
+grouping the persist stage uses (``pipeline.embed_batches``), and each against the model called
+from a worker's threads taking turns (what the pipeline can run: ``model_alone.model_run_apart``).
 ``--growth`` uses the hash provider (the model would take days at 1M): each size is reached
 through ``POST /memory/batch``, then recall p50/p95 (plain and tag-scoped), the web's RSS, one
 run of every consolidation cycle, plain recall again after them, and a restart are measured.
@@ -347,8 +347,10 @@ def run_use(args: argparse.Namespace, save) -> dict:
         prober.start()
         phases = report["phases"] = {}
         count = 0
-        for phase, send in (("import", lambda: sum(import_export(service, e)["imported"] for e in exports)),
-                            ("import_probed", lambda: send_batches(service, probed_bodies) or len(probed_bodies))):
+        imports = (("import", "ops.slack_import " + ",".join(e.name for e in exports),
+                    lambda: sum(import_export(service, e)["imported"] for e in exports)),
+                   ("import_probed", "POST /memory/batch", lambda: send_batches(service, probed_bodies) or len(probed_bodies)))
+        for phase, how, send in imports:
             prober.phase = phase
             if phase == "import":
                 prober.paused.set()
@@ -359,8 +361,7 @@ def run_use(args: argparse.Namespace, save) -> dict:
             recallable = wait_for(service, write_path_done(count), args.timeout, f"{phase} recallable",
                                   poll=closing_in(count))
             prober.paused.clear()
-            phases[phase] = {"how": "ops.slack_import " + ",".join(e.name for e in exports) if phase == "import"
-                             else "POST /memory/batch", "memories": sent, "accept_s": round(accepted - started, 1),
+            phases[phase] = {"how": how, "memories": sent, "accept_s": round(accepted - started, 1),
                              "end_to_end_s": round(accepted - started + recallable, 1),
                              "rate": round(sent / (accepted - started + recallable), 1)}
             checkpoint()
