@@ -13,6 +13,7 @@ from pipeline.graph import Scope
 from pipeline.query.beside import INLINE, Beside
 from pipeline.query.candidates import Candidate
 from pipeline.query.context import ContextProfile
+from pipeline.query.engine import RecallEngine
 from pipeline.query.request import ContextHints, RecallRequest
 from pipeline.query.search import QuerySearch, SearchContext, SearchPolicy
 from tests.unit.fake_recall_sources import ScriptedSources
@@ -121,8 +122,7 @@ def test_a_failed_neighbour_read_beside_leaves_the_recall_without_the_bonus(besi
     assert set(shares) == {"near0", "near1", "near2"} and not any(shares.values())
 
 
-def _engine(beside: Beside | None):
-    from pipeline.query.engine import RecallEngine
+def _engine(beside: Beside | None) -> RecallEngine:
     return RecallEngine(Settings(recall_graph_reads_beside=1), graph=lambda: None, vectors=lambda: None,  # type: ignore[arg-type,return-value]
                         embedder=lambda: None, dimensions=lambda: 384, beside=beside)  # type: ignore[arg-type,return-value]
 
