@@ -180,11 +180,13 @@ def closing_in(count: int, far_s: float = 0.5, near_s: float = 0.05) -> Callable
     ``far_s`` while that is further off, ``near_s`` once the next look at the rate so far could
     pass it. A look every 0.5 s overstates a 10 s import by 2.5 % on average; one every 50 ms
     all along would be a load of its own on the web."""
-    seen: list[tuple[float, int]] = []
+    first: list[tuple[float, int]] = []  # the first look: the rate so far is measured from it
 
     def poll(health: dict) -> float:
-        seen.append((time.monotonic(), health.get("vector_count") or 0))
-        (t0, n0), (t1, n1) = seen[0], seen[-1]
+        t1, n1 = time.monotonic(), health.get("vector_count") or 0
+        if not first:
+            first.append((t1, n1))
+        t0, n0 = first[0]
         rate = (n1 - n0) / (t1 - t0) if t1 > t0 else 0.0
         if n1 >= count or (rate > 0 and (count - n1) / rate <= 2 * far_s):
             return near_s
@@ -347,39 +349,44 @@ def run_use(args: argparse.Namespace, save) -> dict:
         prober.start()
         phases = report["phases"] = {}
         count = 0
-        imports = (("import", "ops.slack_import " + ",".join(e.name for e in exports),
-                    lambda: sum(import_export(service, e)["imported"] for e in exports)),
-                   ("import_probed", "POST /memory/batch", lambda: send_batches(service, probed_bodies) or len(probed_bodies)))
-        for phase, how, send in imports:
+
+        def write_phase(phase: str, write) -> float:
+            """Run ``write()`` (memories written, the phase's record) as ``phase``, alone unless
+            it is a probed one; record when all were answered and recallable. Returns the
+            seconds from the last answer until recallable."""
+            nonlocal count
             prober.phase = phase
-            if phase == "import":
+            if not phase.endswith("_probed"):
                 prober.paused.set()
             started = time.monotonic()
-            sent = send()
-            accepted = time.monotonic()
-            count += sent
+            written, record = write()
+            answered = time.monotonic() - started
+            count += written
             recallable = wait_for(service, write_path_done(count), args.timeout, f"{phase} recallable",
                                   poll=closing_in(count))
             prober.paused.clear()
-            phases[phase] = {"how": how, "memories": sent, "accept_s": round(accepted - started, 1),
-                             "end_to_end_s": round(accepted - started + recallable, 1),
-                             "rate": round(sent / (accepted - started + recallable), 1)}
+            phases[phase] = record | {"accept_s": round(answered, 1), "end_to_end_s": round(answered + recallable, 1),
+                                      "rate": round(written / (answered + recallable), 1)}
             checkpoint()
-        for phase, batch in (("singles", singles), ("singles_probed", probed_singles)):
-            prober.phase = phase
-            if phase == "singles":
-                prober.paused.set()
-            started = time.monotonic()
-            phases[phase] = store_singles(service, batch, args.clients)
-            answered = time.monotonic()
-            stored = phases[phase]["status_201"] + phases[phase]["status_202"]
-            count += stored
-            recallable = wait_for(service, write_path_done(count), args.timeout, f"{phase} recallable",
-                                  poll=closing_in(count))
-            prober.paused.clear()
-            phases[phase].update(end_to_end_s=round(answered - started + recallable, 1),
-                                 rate=round(stored / (answered - started + recallable), 1))
-            checkpoint()
+            return recallable
+
+        def slack_import() -> tuple[int, dict]:
+            imported = sum(import_export(service, e)["imported"] for e in exports)
+            return imported, {"how": "ops.slack_import " + ",".join(e.name for e in exports), "memories": imported}
+
+        def batch_import() -> tuple[int, dict]:
+            send_batches(service, probed_bodies)
+            return len(probed_bodies), {"how": "POST /memory/batch", "memories": len(probed_bodies)}
+
+        def singles_of(batch: list[dict]):
+            def write() -> tuple[int, dict]:
+                record = store_singles(service, batch, args.clients)
+                return record["status_201"] + record["status_202"], record
+            return write
+
+        for phase, write in (("import", slack_import), ("import_probed", batch_import),
+                             ("singles", singles_of(singles)), ("singles_probed", singles_of(probed_singles))):
+            recallable = write_phase(phase, write)
         prober.phase = "background"
         drain = QueueDrain(offset_s=recallable)
         phases["background_after_last_write_s"] = round(
