@@ -678,7 +678,7 @@ class EdgeVectorStore:
                                                    "seconds": round(time.monotonic() - build.started, 1)})
             return
         try:
-            caught_up, pause = self._swap_in(build)
+            caught_up, pause, warmed = self._swap_in(build)
         except BaseException:
             build.discard()
             self._build_failed(changes)
@@ -689,11 +689,13 @@ class EdgeVectorStore:
         self._save_changes()  # as after a build in this process
         log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "graph": build.layout.graph,
                                               "seconds": round(time.monotonic() - build.started, 2),
-                                              "caught_up": caught_up, "swap_pause_seconds": round(pause, 3)})
+                                              "caught_up": caught_up, "warm_seconds": round(warmed, 3),
+                                              "swap_pause_seconds": round(pause, 3)})
 
-    def _swap_in(self, build: ChildBuild) -> tuple[int, float]:
+    def _swap_in(self, build: ChildBuild) -> tuple[int, float, float]:
         """Bring the built copy up to date and make it the live shard; returns (points caught up,
-        seconds every shard call waited). A failure leaves the old shard live, as it was."""
+        seconds every shard call waited, seconds reading the copy into the page cache). A failure
+        leaves the old shard live, as it was."""
         qe = self._qe
         config = self._layout.config(qe)
         caught_up = 0
@@ -711,6 +713,11 @@ class EdgeVectorStore:
                 built.flush()
             finally:
                 built.close()
+        # after the last close of the copy (each drops its files from the page cache), before
+        # the pause: the new shard's first searches then read memory, not the disk
+        warming = time.monotonic()
+        edge_swap.warm_page_cache(build.build_path)
+        warmed = time.monotonic() - warming
         self.persist()  # so that the pause's flush of the live shard has next to nothing to write
         paused = time.monotonic()
         with self._writes.exclusive(), self._access.exclusive():
@@ -737,7 +744,7 @@ class EdgeVectorStore:
             self._unflushed = 0
             pause = time.monotonic() - paused
         shutil.rmtree(discard, ignore_errors=True)  # after the pause: a large shard takes a while
-        return caught_up + len(rest), pause
+        return caught_up + len(rest), pause, warmed
 
     def close(self) -> None:
         with self._optimize_lock:  # not in the middle of a swap

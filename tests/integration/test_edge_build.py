@@ -262,6 +262,32 @@ def test_the_index_maintainer_starts_the_child_build_and_swaps_it_in_on_its_own(
     store.close()
 
 
+def test_the_built_copy_is_read_into_the_page_cache_before_the_pause_while_searches_go_on(tmp_path, monkeypatch):
+    """Edge drops a closed shard's files from the page cache, the child's copy included: the
+    swap reads them back before its pause, holding no lock, so the new shard's first search
+    does not fault its codes in from disk with every shard call waiting."""
+    path = str(tmp_path / "shard")
+    store = filled_store(path)
+    warmed: list[tuple[str, bool, int]] = []
+    read = edge_swap.warm_page_cache
+
+    def warm_and_search(build_path: str, **kwargs) -> int:
+        searched = threading.Thread(target=lambda: nearest(store, 5), daemon=True)
+        searched.start()
+        searched.join(BUILD_WAIT_S)  # a search from another thread answers meanwhile: no lock held
+        warmed.append((build_path, searched.is_alive(), read(build_path, **kwargs)))
+        return warmed[-1][2]
+
+    monkeypatch.setattr(edge_swap, "warm_page_cache", warm_and_search)
+    store.maintain()
+    wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the child's build")
+    store.maintain()  # the swap
+    assert [(p, alive) for p, alive, _ in warmed] == [(sibling(path, BUILD), False)]
+    assert warmed[0][2] > COUNT * DIMS  # the copy's files, its codes and vectors among them
+    assert not store.build_in_flight() and store.indexed_points() > 0 and nearest(store, 5) == ["m5"]
+    store.close()
+
+
 _OWNER = """
 import sys, time
 sys.path.insert(0, {root!r})

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, ShardLayout, copy_shard, recover, sibling
+from pipeline.vectors.edge_swap import (BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, ShardLayout, copy_shard, recover,
+                                        sibling, warm_page_cache)
 
 
 def _dir(path: str, marker: str) -> None:
@@ -106,3 +107,14 @@ def test_the_setting_gives_the_store_a_child_niced_as_the_background_processes(t
     assert Settings().edge_build_in_child  # the embedded default builds outside the web
     off = build_vector_store(Settings(MEMPIPE_DATA_DIR=str(tmp_path), EDGE_BUILD_IN_CHILD=False), 8)
     assert off._child_build is None  # optimize() in the web, as before
+
+
+def test_the_warm_up_reads_every_file_of_the_copy_whole_and_skips_one_that_is_gone(tmp_path):
+    shard = tmp_path / "shard.build"
+    (shard / "segments" / "a" / "vector_storage").mkdir(parents=True)
+    sizes = {"segments/a/vector_storage/quantized.data": 10_000, "segments/a/payload_index.bin": 3_000, "wal": 0}
+    for name, size in sizes.items():
+        (shard / name).write_bytes(os.urandom(size))
+    os.symlink(tmp_path / "nowhere", shard / "segments" / "a" / "gone")  # listed, then unreadable
+    # a chunk smaller than the files: each is read to its end, not once
+    assert warm_page_cache(str(shard), chunk=4096) == sum(sizes.values())
