@@ -102,6 +102,7 @@ class IndexMaintainer(threading.Thread):
             getattr(self._services.vectors, "due_build_is_codes_only", lambda: False)())
 
     def run(self) -> None:
+        self.warm_page_cache()
         tick = min(self._interval, self._flush_interval)
         last_build = last_flush = self._clock()
         while not self._halt.wait(tick):
@@ -113,6 +114,19 @@ class IndexMaintainer(threading.Thread):
             if now - last_build >= self._interval or self._build_in_flight():
                 last_build = now
                 self.maintain_once()
+
+    def warm_page_cache(self) -> None:
+        """Read the shard into the page cache once, first thing: the web already answers, and
+        until this is done its first searches read from disk (pipeline.vectors.edge)."""
+        started = time.monotonic()
+        try:
+            read = getattr(self._services.vectors, "warm_page_cache", lambda stop: 0)(self._halt.is_set)
+        except Exception:
+            log.exception("reading the vector shard into the page cache failed; searches read it as they go")
+            return
+        if read:
+            log.info("vector shard read into the page cache",
+                     extra={"bytes": read, "seconds": round(time.monotonic() - started, 2)})
 
     def persist(self) -> None:
         """Flush the shard if it was written: a restart then loads segments instead of replaying."""

@@ -573,6 +573,13 @@ class EdgeVectorStore:
                 self._save_changes()
         return written
 
+    def warm_page_cache(self, stop: Callable[[], bool] = lambda: False) -> int:
+        """Read the shard's files into the page cache (returns the bytes read). The close at the
+        last stop dropped them from it, so after a start the first searches would read their
+        codes from disk a page at a time, holding the GIL; the index maintainer calls this once,
+        off the request path, as the web starts (edge_swap.warm_page_cache)."""
+        return edge_swap.warm_page_cache(self._path, stop=stop)
+
     def build_in_flight(self) -> bool:
         """Is a child process building a copy of the shard (``maintain`` swaps it in once done)?"""
         return self._build is not None

@@ -162,26 +162,52 @@ def copy_shard(source: str, target: str) -> None:
         shutil.copytree(source, target)
 
 
-def warm_page_cache(path: str, chunk: int = WARM_CHUNK) -> int:
+def available_memory() -> int | None:
+    """The kernel's estimate of memory available without swapping (``MemAvailable``), or None off Linux."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def warm_page_cache(path: str, chunk: int = WARM_CHUNK, stop: Callable[[], bool] = lambda: False,
+                    available: Callable[[], int | None] = available_memory) -> int:
     """Read every file under ``path`` once, so that the page cache holds the shard; returns the bytes read.
 
     Edge drops a shard's files from the page cache when it closes it (``posix_fadvise(DONTNEED)``
-    on each), and the child's build ends with a close, as does a catch-up round's. Opened as it
-    is, the built copy answers its first search by reading its codes from disk a page fault at
-    a time while the caller holds the GIL: ~0.6 s at 100k points, right after the swap's pause,
-    with every recall waiting behind it. Read here in order, with no lock held, the same files
-    take a fraction of that, and the GIL is free during each read.
+    on each): the child's build ends with a close, as do a catch-up round and the last stop.
+    Opened as it is, the shard answers its first searches by reading their codes from disk a
+    page fault at a time while the caller holds the GIL (~0.6 s at 100k points), every recall
+    waiting behind them. Read here in order, with no lock held, the same files take a fraction
+    of that, and the GIL is free during each read. Skipped (0) when the shard is larger than
+    half the memory available, where it would only push other pages out; ends early once
+    ``stop()`` says so.
     """
+    files = []
+    for root, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                files.append((os.path.join(root, name), os.path.getsize(os.path.join(root, name))))
+            except OSError:
+                continue  # gone already: a file the search will not read
+    room = available()
+    if room is not None and sum(size for _, size in files) > room // 2:
+        return 0
     buffer = memoryview(bytearray(chunk))
     total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                with open(os.path.join(root, name), "rb", buffering=0) as file:
-                    while read := file.readinto(buffer):
-                        total += read
-            except OSError:
-                continue  # best effort: a file that went away is one the search will not read
+    for name, _size in files:
+        try:
+            with open(name, "rb", buffering=0) as file:
+                while not stop() and (read := file.readinto(buffer)):
+                    total += read
+        except OSError:
+            continue
+        if stop():
+            break
     return total
 
 

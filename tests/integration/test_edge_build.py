@@ -285,6 +285,10 @@ def test_the_built_copy_is_read_into_the_page_cache_before_the_pause_while_searc
     assert [(p, alive) for p, alive, _ in warmed] == [(sibling(path, BUILD), False)]
     assert warmed[0][2] > COUNT * DIMS  # the copy's files, its codes and vectors among them
     assert not store.build_in_flight() and store.indexed_points() > 0 and nearest(store, 5) == ["m5"]
+    # and at a start (the index maintainer's first step): the live shard, the same files
+    monkeypatch.undo()
+    assert store.warm_page_cache() > COUNT * DIMS
+    assert store.warm_page_cache(stop=lambda: True) == 0
     store.close()
 
 

@@ -117,4 +117,16 @@ def test_the_warm_up_reads_every_file_of_the_copy_whole_and_skips_one_that_is_go
         (shard / name).write_bytes(os.urandom(size))
     os.symlink(tmp_path / "nowhere", shard / "segments" / "a" / "gone")  # listed, then unreadable
     # a chunk smaller than the files: each is read to its end, not once
-    assert warm_page_cache(str(shard), chunk=4096) == sum(sizes.values())
+    assert warm_page_cache(str(shard), chunk=4096, available=lambda: None) == sum(sizes.values())
+    assert warm_page_cache(str(shard), chunk=4096, available=lambda: 2 * sum(sizes.values())) == sum(sizes.values())
+
+
+def test_the_warm_up_leaves_a_shard_larger_than_half_the_available_memory_alone_and_ends_on_stop(tmp_path):
+    shard = tmp_path / "shard"
+    shard.mkdir()
+    for name in ("a", "b"):
+        (shard / name).write_bytes(os.urandom(10_000))
+    assert warm_page_cache(str(shard), available=lambda: 2 * 20_000 - 2) == 0  # it would only evict other pages
+    asked = []
+    assert warm_page_cache(str(shard), chunk=4096, stop=lambda: asked.append(1) or len(asked) > 2,
+                           available=lambda: None) == 2 * 4096  # two chunks, then the stop

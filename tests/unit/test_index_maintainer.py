@@ -164,3 +164,30 @@ def test_the_router_calls_a_due_build_codes_only_when_no_open_store_would_build_
     assert not router(store(True, True), store(True, False)).due_build_is_codes_only()  # one gives a graph
     assert not router(store(False, False)).due_build_is_codes_only()  # nothing due
     assert router(store(True, True), SimpleNamespace()).due_build_is_codes_only()  # a server store builds nothing
+
+
+def test_a_started_maintainer_reads_the_shard_into_the_page_cache_once_before_anything_else():
+    """The last stop's close dropped the shard's files from the page cache: read them back first,
+    off the request path, and only once; a failure there is logged and the maintainer goes on."""
+    calls: list[str] = []
+    flushed = threading.Event()
+    vectors = SimpleNamespace(build_due=lambda: False, pending_changes=lambda: 0, maintain=lambda: None,
+                              warm_page_cache=lambda stop: calls.append("warm") or 1_000,
+                              persist=lambda: calls.append("persist") or flushed.set() or 0)
+    with _running_behind_an_import(vectors):
+        assert flushed.wait(5)
+    assert calls[0] == "warm" and calls.count("warm") == 1 and "persist" in calls
+
+    def failing(stop):
+        raise OSError("the disk")
+    vectors.warm_page_cache = failing
+    flushed.clear()
+    with _running_behind_an_import(vectors):
+        assert flushed.wait(5)  # it went on to its flushes
+
+
+def test_the_router_reads_every_open_edge_store_into_the_page_cache_and_skips_a_server_store():
+    from pipeline.vectors.router import VectorRouter
+
+    stores = [SimpleNamespace(warm_page_cache=lambda stop: 10), SimpleNamespace(), SimpleNamespace(warm_page_cache=lambda stop: 5)]
+    assert VectorRouter(SimpleNamespace(open_vector_stores=lambda: stores)).warm_page_cache() == 15
