@@ -163,6 +163,7 @@ class EdgeVectorStore:
         self._optimize_quiet_s = optimize_quiet_s
         self._last_change = 0.0
         self._optimize_lock = threading.Lock()
+        self._closing = threading.Event()  # set first thing by close(): a page-cache read in progress ends
         self._payload_lock = threading.Lock()
         self._shard = None
         self._text_ready = False  # every point's content in the scored text index (pipeline.vectors.edge_text)
@@ -212,6 +213,7 @@ class EdgeVectorStore:
         fresh = False
         if self._shard is None:  # once open in this process it stays open (a shard opens once)
             shard_lock.acquire(self._path)  # refuses, naming the holder, when another process owns it
+            self._closing.clear()  # open again after a close
             try:
                 fresh = self._open(config)
             except BaseException:
@@ -578,7 +580,7 @@ class EdgeVectorStore:
         last stop dropped them from it, so after a start the first searches would read their
         codes from disk a page at a time, holding the GIL; the index maintainer calls this once,
         off the request path, as the web starts (edge_swap.warm_page_cache)."""
-        return edge_swap.warm_page_cache(self._path, stop=stop)
+        return edge_swap.warm_page_cache(self._path, stop=lambda: stop() or self._closing.is_set())
 
     def build_in_flight(self) -> bool:
         """Is a child process building a copy of the shard (``maintain`` swaps it in once done)?"""
@@ -723,7 +725,7 @@ class EdgeVectorStore:
         # after the last close of the copy (each drops its files from the page cache), before
         # the pause: the new shard's first searches then read memory, not the disk
         warming = time.monotonic()
-        edge_swap.warm_page_cache(build.build_path)
+        edge_swap.warm_page_cache(build.build_path, stop=self._closing.is_set)
         warmed = time.monotonic() - warming
         self.persist()  # so that the pause's flush of the live shard has next to nothing to write
         paused = time.monotonic()
@@ -754,6 +756,7 @@ class EdgeVectorStore:
         return caught_up + len(rest), pause, warmed
 
     def close(self) -> None:
+        self._closing.set()  # a swap's page-cache read stops at once, so the swap and this end sooner
         with self._optimize_lock:  # not in the middle of a swap
             self._stop_build()
             if self._shard is not None:

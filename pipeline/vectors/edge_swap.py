@@ -50,7 +50,7 @@ CATCH_UP_CHUNK = 256
 # rounds, until fewer are left.
 CATCH_UP_PAUSED_MAX = 1_000
 CATCH_UP_ROUNDS = 5
-# Bytes per read when the built copy is read into the page cache before the swap (warm_page_cache).
+# Bytes per read when a shard is read into the page cache (warm_page_cache: before a swap, at a start).
 WARM_CHUNK = 1 << 20
 # How long a stop waits for a child it has asked to end before killing it.
 CHILD_STOP_S = 5.0

@@ -415,3 +415,31 @@ def test_no_codes_only_build_without_codes_or_a_child(tmp_path):
         store.upsert([memory(i) for i in range(20)])
         assert store.stays_plain() and not store.build_due() and store.build_pending() == 0
         store.close()
+
+
+def test_a_close_during_the_swaps_page_cache_read_ends_the_read_and_the_swap_completes(tmp_path, monkeypatch):
+    """A stop must not wait for a large shard to be read: close() tells the read to end, and the
+    swap it was part of goes on to its pause, so the stop finds a complete shard either way."""
+    path = str(tmp_path / "shard")
+    store = filled_store(path)
+    read = edge_swap.warm_page_cache
+    seen: list[bool] = []
+
+    def closed_meanwhile(build_path: str, stop=lambda: False, **kwargs) -> int:
+        closer = threading.Thread(target=store.close)  # waits for the swap (the optimize lock)
+        closer.start()
+        wait_until(store._closing.is_set, BUILD_WAIT_S, 0.01, "the close to begin")
+        seen.append(stop())
+        return read(build_path, stop=stop, **kwargs)
+
+    monkeypatch.setattr(edge_swap, "warm_page_cache", closed_meanwhile)
+    store.maintain()
+    wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the child's build")
+    store.maintain()  # the swap, during which the close arrives
+    assert seen == [True]
+    wait_until(lambda: store._shard is None, BUILD_WAIT_S, 0.05, "the close")
+    monkeypatch.undo()
+    store.ensure_collection()  # the same store opened again: complete, and it reads again
+    assert store.count() == COUNT and store.indexed_points() > 0 and siblings(path) == []
+    assert store.warm_page_cache() > 0
+    store.close()
