@@ -109,15 +109,23 @@ def test_the_setting_gives_the_store_a_child_niced_as_the_background_processes(t
     assert off._child_build is None  # optimize() in the web, as before
 
 
-def test_the_warm_up_reads_every_file_of_the_copy_whole_and_skips_one_that_is_gone(tmp_path):
+def test_the_warm_up_reads_every_file_but_the_log_whole_what_searches_walk_first_and_skips_one_gone(tmp_path, monkeypatch):
     shard = tmp_path / "shard.build"
-    (shard / "segments" / "a" / "vector_storage").mkdir(parents=True)
-    sizes = {"segments/a/vector_storage/quantized.data": 10_000, "segments/a/payload_index.bin": 3_000, "wal": 0}
+    for folder in ("segments/a/vector_storage", "segments/a/payload_storage", "segments/a/vector_index", "wal"):
+        (shard / folder).mkdir(parents=True)
+    sizes = {"segments/a/payload_storage/page_0.dat": 7_000, "segments/a/vector_storage/matrix.dat": 9_000,
+             "segments/a/vector_storage/quantized.data": 10_000, "segments/a/vector_index/links.bin": 3_000,
+             "segments/a/segment.json": 0}
     for name, size in sizes.items():
         (shard / name).write_bytes(os.urandom(size))
+    (shard / "wal" / "open-1").write_bytes(os.urandom(50_000))  # the open has read it: not again
     os.symlink(tmp_path / "nowhere", shard / "segments" / "a" / "gone")  # listed, then unreadable
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda name, *a, **k: opened.append(os.path.basename(name)) or real_open(name, *a, **k))
     # a chunk smaller than the files: each is read to its end, not once
     assert warm_page_cache(str(shard), chunk=4096, available=lambda: None) == sum(sizes.values())
+    assert set(opened[:2]) == {"quantized.data", "links.bin"} and "open-1" not in opened
     assert warm_page_cache(str(shard), chunk=4096, available=lambda: 2 * sum(sizes.values())) == sum(sizes.values())
 
 
