@@ -65,8 +65,9 @@ CHANGES_FILE = "mempipe_changes.json"
 # during a call waits for the rest of that one call only (tens of milliseconds a call: the
 # measurements are in docs/benchmarks-log.md, issue 21, session 37). Within that bound each
 # call is sized from how long the calls before took (pipeline.vectors.call_pacing) to hold the
-# GIL about SEARCH_CALL_TARGET_S: the scan bound alone let 8 queries over 30k unindexed points
-# or 64 HNSW walks hold it for tens of milliseconds a call (session 45).
+# GIL about SEARCH_CALL_TARGET_S: what one query costs depends on the shard's state and the
+# machine's load, which a count of points cannot tell (the bound alone let a call of 8 queries
+# over 30k unindexed points hold it ~40 ms beside the enricher; issue 21, session 45).
 SEARCH_BATCH_SCAN_POINTS = 250_000
 SEARCH_BATCH_MAX = 64
 SEARCH_CALL_TARGET_S = 0.010
