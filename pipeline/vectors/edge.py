@@ -26,7 +26,6 @@ from pipeline.settings_groups import (
     EDGE_VECTORS_ON_DISK,
 )
 from pipeline.vectors import edge_swap, edge_text, shard_files, shard_lock
-from pipeline.vectors.call_pacing import CallPacer
 from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
 from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
 from pipeline.vectors.rw_guard import ReadWriteGuard
@@ -63,14 +62,9 @@ CHANGES_FILE = "mempipe_changes.json"
 # queries), so a SIMILAR_TO batch of hundreds of searches over a plain shard leaves the
 # process's other threads (recall, /health) a turn between calls, and a recall that arrives
 # during a call waits for the rest of that one call only (tens of milliseconds a call: the
-# measurements are in docs/benchmarks-log.md, issue 21, session 37). Within that bound each
-# call is sized from how long the calls before took (pipeline.vectors.call_pacing) to hold the
-# GIL about SEARCH_CALL_TARGET_S: what one query costs depends on the shard's state and the
-# machine's load, which a count of points cannot tell (the bound alone let a call of 8 queries
-# over 30k unindexed points hold it ~40 ms beside the enricher; issue 21, session 45).
+# measurements are in docs/benchmarks-log.md, issue 21, session 37).
 SEARCH_BATCH_SCAN_POINTS = 250_000
 SEARCH_BATCH_MAX = 64
-SEARCH_CALL_TARGET_S = 0.010
 # Points per ``update`` call of an upsert: each call holds the GIL (with building its points,
 # ~60 us a point), and the process's foreground requests get their turn between calls
 # (``give_way``, pipeline.foreground): 128 points hold it ~5-10 ms.
@@ -179,7 +173,6 @@ class EdgeVectorStore:
         # Called before each step of work that runs outside a request (upsert chunks, search
         # batches, flushes): in the web it waits while a recall or /health is in flight.
         self._give_way = give_way
-        self._search_pacer = CallPacer(SEARCH_CALL_TARGET_S)  # SIMILAR_TO's batches: see SEARCH_CALL_TARGET_S
         # Where the index is built: None = optimize() in this process, past the plain size only
         # (the web answers nothing meanwhile); else a child process builds a copy that is
         # swapped in (pipeline.vectors.edge_swap).
@@ -372,20 +365,13 @@ class EdgeVectorStore:
                                    filter=self._filter(query, exclusions), with_payload=with_payload,
                                    params=self._search_params)
 
-        upper = self._search_batch_size()
+        step = self._search_batch_size()
 
         def batched(requests: list) -> list:
-            # each call holds the GIL: sized by the pacer within the scan bound, giving way before each
             out: list = []
-            start = 0
-            while start < len(requests):
-                self._give_way()
-                chunk = requests[start:start + self._search_pacer.size(upper)]
+            for chunk in self._steps(requests, step):  # each call holds the GIL: see SEARCH_BATCH_SCAN_POINTS
                 with self._access.shared():
-                    began = time.perf_counter()  # the call alone: not a wait for the guard
                     out += self._shard.query_batch(qe.QueryBatchRequest(chunk))
-                    self._search_pacer.record(len(chunk), time.perf_counter() - began)
-                start += len(chunk)
             return out
 
         results = batched([request(q, False) for q in queries])

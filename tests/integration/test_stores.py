@@ -670,62 +670,6 @@ def test_an_edge_shard_below_its_plain_size_is_never_built_and_still_answers(tmp
     store.close()
 
 
-class _BatchSizes:
-    """The real Edge shard, with the size of each ``query_batch`` call recorded."""
-
-    def __init__(self, shard):
-        self._shard = shard
-        self.sizes: list[int] = []
-
-    def query_batch(self, request):
-        result = self._shard.query_batch(request)
-        self.sizes.append(len(result))
-        return result
-
-    def __getattr__(self, name):
-        return getattr(self._shard, name)
-
-
-def test_an_edge_search_batch_is_cut_into_calls_sized_by_how_long_the_calls_before_took(tmp_path, monkeypatch):
-    """Each ``query_batch`` call holds the web's GIL (a recall waits for the whole call): past
-    the first call, a SIMILAR_TO batch goes in calls sized to SEARCH_CALL_TARGET_S from the
-    seconds per query measured so far, within the scan bound, with the same answers in the same
-    order."""
-    import numpy as np
-
-    from pipeline.vectors import edge as edge_store
-
-    dims, count = 64, 3000
-    vectors = np.random.default_rng(5).standard_normal((count, dims)).astype("float32")
-    store = EdgeVectorStore(str(tmp_path / "shard"), dims, plain_max_points=count + 1)
-    store.ensure_collection()
-    store.upsert([VectorPoint(f"m{i}", vectors[i].tolist(), vector_payload({"id": f"m{i}", "content": "x"}))
-                  for i in range(count)])
-    queries = [VectorQuery(vectors[i].tolist(), 1) for i in range(20)]
-    expected = [[f"m{i}"] for i in range(20)]
-    store._shard = shard = _BatchSizes(store._shard)
-
-    assert store._search_batch_size() == edge_store.SEARCH_BATCH_MAX
-    assert [ids(hits) for hits in store.search_many(queries)] == expected
-    assert shard.sizes[0] == 20  # nothing measured yet: the scan bound alone
-    measured = store._search_pacer.seconds_per_item
-    assert measured and measured > 0
-
-    # a target below one query's time: one query a call, never none
-    store._search_pacer._target_s = measured / 100
-    shard.sizes.clear()
-    assert [ids(hits) for hits in store.search_many(queries)] == expected
-    assert shard.sizes == [1] * 20
-
-    # a target of about four queries' time: calls of a few queries, within the scan bound
-    monkeypatch.setattr(edge_store, "SEARCH_BATCH_SCAN_POINTS", count * 3)
-    store._search_pacer._target_s = store._search_pacer.seconds_per_item * 4.5
-    shard.sizes.clear()
-    assert [ids(hits) for hits in store.search_many(queries)] == expected
-    assert sum(shard.sizes) == 20 and max(shard.sizes) <= 3 and len(shard.sizes) < 20
-    store.close()
-
-
 def _open_segments_only(shard_dir, tmp_path, name: str) -> int:
     """Points a copy of the shard holds in its segments alone: the copy is taken while the shard
     is open (what a killed process leaves on disk), and its write-ahead log is left out."""
