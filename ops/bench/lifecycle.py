@@ -355,6 +355,7 @@ def run_use(args: argparse.Namespace, save) -> dict:
             it is a probed one; record when all were answered and recallable. Returns the
             seconds from the last answer until recallable."""
             nonlocal count
+            print(f"{phase} …", flush=True)  # a 100k run is quiet for most of an hour otherwise
             prober.phase = phase
             if not phase.endswith("_probed"):
                 prober.paused.set()
@@ -368,6 +369,7 @@ def run_use(args: argparse.Namespace, save) -> dict:
             phases[phase] = record | {"accept_s": round(answered, 1), "end_to_end_s": round(answered + recallable, 1),
                                       "rate": round(written / (answered + recallable), 1)}
             checkpoint()
+            print(f"{phase}: {written:,} memories, {phases[phase]['rate']}/s end to end", flush=True)
             return recallable
 
         def slack_import() -> tuple[int, dict]:
@@ -388,11 +390,14 @@ def run_use(args: argparse.Namespace, save) -> dict:
                              ("singles", singles_of(singles)), ("singles_probed", singles_of(probed_singles))):
             recallable = write_phase(phase, write)
         prober.phase = "background"
+        print("waiting for enrichment and SIMILAR_TO …", flush=True)
         drain = QueueDrain(offset_s=recallable)
         phases["background_after_last_write_s"] = round(
             recallable + wait_for(service, background_done, args.timeout, "background done", watch=drain), 1)
         phases["background_queues"] = drain.report()
         checkpoint()
+        print(f"background done {phases['background_after_last_write_s']} s after the last write; stops and restarts …",
+              flush=True)
         prober.phase = "idle"
         time.sleep(5)
         prober.stop()
