@@ -687,7 +687,7 @@ class EdgeVectorStore:
                                                    "seconds": round(time.monotonic() - build.started, 1)})
             return
         try:
-            caught_up, pause, warmed = self._swap_in(build)
+            caught_up, pause, warmed, steps = self._swap_in(build)
         except BaseException:
             build.discard()
             self._build_failed(changes)
@@ -699,12 +699,12 @@ class EdgeVectorStore:
         log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "graph": build.layout.graph,
                                               "seconds": round(time.monotonic() - build.started, 2),
                                               "caught_up": caught_up, "warm_seconds": round(warmed, 3),
-                                              "swap_pause_seconds": round(pause, 3)})
+                                              "swap_pause_seconds": round(pause, 3), "swap_pause_steps_ms": steps})
 
-    def _swap_in(self, build: ChildBuild) -> tuple[int, float, float]:
+    def _swap_in(self, build: ChildBuild) -> tuple[int, float, float, dict[str, float]]:
         """Bring the built copy up to date and make it the live shard; returns (points caught up,
-        seconds every shard call waited, seconds reading the copy into the page cache). A failure
-        leaves the old shard live, as it was."""
+        seconds every shard call waited, seconds reading the copy into the page cache, the
+        pause's milliseconds by step). A failure leaves the old shard live, as it was."""
         qe = self._qe
         config = self._layout.config(qe)
         caught_up = 0
@@ -729,20 +729,26 @@ class EdgeVectorStore:
         warmed = time.monotonic() - warming
         self.persist()  # so that the pause's flush of the live shard has next to nothing to write
         paused = time.monotonic()
+        steps = edge_swap.StepTimer()  # where the pause goes, for the log
         with self._writes.exclusive(), self._access.exclusive():
+            steps.mark("calls_in_flight")  # the searches and writes under way when it began
             rest, self._journal = list(self._journal), None
             read = [edge_swap.read_points(self._shard, rest[start:start + edge_swap.CATCH_UP_CHUNK])
                     for start in range(0, len(rest), edge_swap.CATCH_UP_CHUNK)]
+            steps.mark("read_journal")
             self._shard.flush()
             self._shard.close()
             self._shard = None
+            steps.mark("close_live")
             try:
                 edge_swap.swap_dirs(self._path)
                 self._shard = qe.EdgeShard.load(self._path, config)
+                steps.mark("open_built")
                 for records, gone in read:
                     edge_swap.apply_points(self._shard, qe, records, gone)
                 self._shard.flush()
                 discard = edge_swap.retire_old(self._path)
+                steps.mark("apply_journal")
             except BaseException:
                 # Never half-swapped: the old shard goes back, complete as it was closed.
                 if self._shard is not None:
@@ -753,7 +759,7 @@ class EdgeVectorStore:
             self._unflushed = 0
             pause = time.monotonic() - paused
         shutil.rmtree(discard, ignore_errors=True)  # after the pause: a large shard takes a while
-        return caught_up + len(rest), pause, warmed
+        return caught_up + len(rest), pause, warmed, steps.milliseconds
 
     def close(self) -> None:
         self._closing.set()  # a swap's page-cache read stops at once, so the swap and this end sooner

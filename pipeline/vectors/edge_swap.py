@@ -131,6 +131,20 @@ class ShardLayout:
                  "--vectors-on-disk", "yes" if self.vectors_on_disk else "no"] + ([] if self.graph else ["--no-graph"]))
 
 
+class StepTimer:
+    """Milliseconds between successive marks, by the name of the step each mark ends."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._last = clock()
+        self.milliseconds: dict[str, float] = {}
+
+    def mark(self, step: str) -> None:
+        now = self._clock()
+        self.milliseconds[step] = round((now - self._last) * 1000, 1)
+        self._last = now
+
+
 def recover(path: str) -> list[str]:
     """Undo what an interrupted build or swap left beside the shard; returns what was done.
     Call it holding the shard's lock (pipeline.vectors.shard_lock), before opening the shard."""

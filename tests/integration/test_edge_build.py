@@ -7,6 +7,7 @@ indexing threshold, so ``optimize()`` builds an HNSW index; ``plain_max_points``
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -18,7 +19,7 @@ import pytest
 
 from ops.bench.stack import wait_until
 from ops.bench.suite.procs import alive
-from pipeline.vectors import EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
+from pipeline.vectors import INDEX_BUILD_FINISHED, EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
 from pipeline.vectors import edge_swap, shard_lock
 from pipeline.vectors.edge import saved_changes, saved_codes_only
 from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuildOptions, sibling
@@ -77,7 +78,8 @@ class Heartbeat(threading.Thread):
 
 
 @pytest.mark.parametrize("paused_max", [edge_swap.CATCH_UP_PAUSED_MAX, 2], ids=["in-the-pause", "caught-up-before"])
-def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_meanwhile(tmp_path, monkeypatch, paused_max):
+def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_meanwhile(tmp_path, monkeypatch, paused_max,
+                                                                                      caplog):
     """The journaled writes are copied into the built shard in the swap's pause, or (many of
     them) mostly before it, in rounds of small steps, while the process goes on."""
     monkeypatch.setattr(edge_swap, "CATCH_UP_PAUSED_MAX", paused_max)
@@ -116,8 +118,15 @@ def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_mea
     assert longest_gap < build_s / 3, (longest_gap, build_s)
     assert searches >= 5
 
+    caplog.set_level(logging.INFO, logger="pipeline.vectors.edge")
     store.maintain()  # the swap
     assert not store.build_in_flight() and store.indexed_points() > 0
+    # The log says where the pause went, step by step, within the pause it reports.
+    finished = next(r for r in caplog.records if r.getMessage() == INDEX_BUILD_FINISHED)
+    steps = finished.swap_pause_steps_ms
+    assert list(steps) == ["calls_in_flight", "read_journal", "close_live", "open_built", "apply_journal"]
+    assert all(ms >= 0 for ms in steps.values())
+    assert sum(steps.values()) <= finished.swap_pause_seconds * 1000 + 1  # each step rounded to 0.1 ms
     # the record a restart reads says so at once, not at the next flush
     assert saved_changes(path) == len(written) + len(deleted) + len(repayloaded)
     assert siblings(path) == []

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from pipeline.vectors.edge_swap import (BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, ShardLayout, copy_shard, recover,
-                                        sibling, warm_page_cache)
+from pipeline.vectors.edge_swap import (BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, ShardLayout, StepTimer, copy_shard,
+                                        recover, sibling, warm_page_cache)
 
 
 def _dir(path: str, marker: str) -> None:
@@ -138,3 +138,12 @@ def test_the_warm_up_leaves_a_shard_larger_than_half_the_available_memory_alone_
     asked = []
     assert warm_page_cache(str(shard), chunk=4096, stop=lambda: asked.append(1) or len(asked) > 2,
                            available=lambda: None) == 2 * 4096  # two chunks, then the stop
+
+
+def test_the_step_timer_gives_each_step_the_time_since_the_mark_before():
+    now = iter([10.0, 10.0125, 10.5, 10.5])
+    timer = StepTimer(clock=lambda: next(now))
+    timer.mark("wait")
+    timer.mark("open")
+    timer.mark("nothing")
+    assert timer.milliseconds == {"wait": 12.5, "open": 487.5, "nothing": 0.0}
