@@ -80,7 +80,7 @@ def test_the_embedded_store_gets_its_plain_size_from_the_settings():
 
     store = build_vector_store(Settings(edge_plain_max_points=1234), 8)  # nothing opened yet
     assert isinstance(store, EdgeVectorStore) and store._plain_max_points == 1234
-    assert Settings().edge_plain_max_points == 200_000  # the default: a shard this small is never built
+    assert Settings().edge_plain_max_points == 20_000  # the default: past it the graph, built in a child
 
 
 def test_a_payload_changes_only_when_a_value_it_holds_differs():
