@@ -56,7 +56,7 @@ class _Builds(logging.Handler):
         self.records: list[dict] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        keep = ("changes", "seconds", "copy_seconds", "swap_pause_seconds", "caught_up", "exit_status")
+        keep = ("changes", "seconds", "copy_seconds", "swap_pause_seconds", "swap_steps_ms", "caught_up", "exit_status")
         self.records.append({"message": record.getMessage(), **{k: getattr(record, k) for k in keep if hasattr(record, k)}})
 
 
@@ -188,7 +188,7 @@ def run_mode(mode: str, storage: str, indexes: str, points: int, nice: int, dire
         "recall_p99_ms": round(_percentile(during, 99), 1), "recall_max_ms": round(max(during, default=0.0), 1),
         "writes_during": len(written), "write_max_ms": round(max(written, default=0.0), 1),
         "copy_s": first.get("copy_seconds"), "swap_pause_s": finished.get("swap_pause_seconds"),
-        "caught_up": finished.get("caught_up"),
+        "caught_up": finished.get("caught_up"), "swap_steps_ms": finished.get("swap_steps_ms"),
         "search_p50_before_ms": search_before, "search_p50_after_ms": search_after,
     }
     store.close()
@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     print("|" + "---|" * len(columns))
     for row in rows:
         print("| " + " | ".join(str(row[c]) for c in columns) + " |")
+    for row in rows:
+        if row["swap_steps_ms"]:
+            print(f"swap steps, {row['mode']}: {row['swap_steps_ms']} ms")
     for name, figures in copies.items():
         print(f"copy of the built shard, {name}: {figures['seconds']} s, longest heartbeat gap {figures['longest_gap_ms']} ms")
     RESULTS.mkdir(exist_ok=True)

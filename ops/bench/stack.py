@@ -234,7 +234,10 @@ def discard_data(stack: Stack) -> None:
 def shard_changes(data_dir: Path) -> int:
     """The writes since their last index build that a data dir's Edge shards record (as of
     each shard's last flush: the web flushes within ``EDGE_FLUSH_INTERVAL_S`` of a write)."""
-    return sum(saved_changes(str(shard)) for shard in (data_dir / "qdrant-edge").glob("*/"))
+    edge = data_dir / "qdrant-edge"
+    # each shard is a link to its live generation; a data dir from before generations has directories
+    shards = [entry for entry in edge.glob("*") if entry.is_symlink()] or list(edge.glob("*/"))
+    return sum(saved_changes(str(shard)) for shard in shards)
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):

@@ -25,7 +25,7 @@ from pipeline.settings_groups import (
     EDGE_VECTOR_CODES,
     EDGE_VECTORS_ON_DISK,
 )
-from pipeline.vectors import edge_swap, edge_text, shard_files, shard_lock
+from pipeline.vectors import edge_swap, edge_text, shard_files, shard_generations, shard_lock
 from pipeline.vectors.edge_swap import ChildBuild, ChildBuildOptions
 from pipeline.vectors.edge_payload import PackedPayload, needs_document, pack_payload, unpack_payload
 from pipeline.vectors.rw_guard import ReadWriteGuard
@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 INDEX_BUILD_STARTED = "edge index build started"
 INDEX_BUILD_FINISHED = "edge index build finished"
 INDEX_BUILD_FAILED = "edge index build failed; the live shard is untouched"
+OLD_SHARD_CLOSE_FAILED = "edge index swap: the replaced shard did not close cleanly; the new one is live"
 PAYLOAD_INDEXES_SLOW = "edge payload indexes took a while to ensure (rebuilt for changed parameters?)"
 # Ensuring indexes that are as asked takes milliseconds; rebuilding them (EDGE_PAYLOAD_INDEXES_ON_DISK
 # changed, or the first start after the upgrade that made them mapped) takes seconds per 100k
@@ -238,15 +239,18 @@ class EdgeVectorStore:
     def _open(self, config) -> bool:
         """Load the shard, or create it where there is none; True when created."""
         qe = self._qe
-        edge_swap.recover(self._path)  # what a build or swap interrupted by a crash left (we hold the lock)
-        if os.path.isdir(self._path) and os.listdir(self._path):
+        edge_swap.recover(self._path)  # what a build or an earlier version's swap left (we hold the lock)
+        shard_generations.adopt(self._path)  # a shard from before generations becomes the first
+        shard_generations.recover(self._path)  # what an interrupted swap left
+        live = shard_generations.live_dir(self._path)
+        if os.path.isdir(live) and os.listdir(live):
             if self._persisted_payload_memory() != self._payload_memory:
                 # Edge converts existing segments only when it rebuilds them: ask for one
                 # index build, which the maintenance thread runs once writes are quiet.
                 self._changes = max(self._changes, self._optimize_min_changes)
                 self._conversion_due = True
             try:
-                self._shard = qe.EdgeShard.load(self._path, config)
+                self._shard = qe.EdgeShard.load(live, config)
             except Exception as exc:  # the binding raises a generic runtime error
                 if "vector size" in str(exc):
                     raise size_mismatch("a different number of", self._size) from exc
@@ -254,8 +258,11 @@ class EdgeVectorStore:
             self._changes = max(self._changes, saved_changes(self._path))
             self._codes_only = saved_codes_only(self._path)
             return False
-        os.makedirs(self._path, exist_ok=True)
-        self._shard = qe.EdgeShard.create(self._path, config)
+        if not os.path.isdir(live):
+            live = shard_generations.generation_dir(self._path, 0)
+            os.makedirs(live, exist_ok=True)
+            shard_generations.point_to(self._path, live)
+        self._shard = qe.EdgeShard.create(live, config)
         return True
 
     @property
@@ -580,7 +587,8 @@ class EdgeVectorStore:
         last stop dropped them from it, so after a start the first searches would read their
         codes from disk a page at a time, holding the GIL; the index maintainer calls this once,
         off the request path, as the web starts (edge_swap.warm_page_cache)."""
-        return edge_swap.warm_page_cache(self._path, stop=lambda: stop() or self._closing.is_set())
+        return edge_swap.warm_page_cache(shard_generations.live_dir(self._path),
+                                         stop=lambda: stop() or self._closing.is_set())
 
     def build_in_flight(self) -> bool:
         """Is a child process building a copy of the shard (``maintain`` swaps it in once done)?"""
@@ -649,7 +657,7 @@ class EdgeVectorStore:
                 with self._access.shared():
                     self._shard.flush()
                 self._unflushed = 0
-                edge_swap.copy_shard(self._path, build_path)
+                edge_swap.copy_shard(shard_generations.live_dir(self._path), build_path)
                 self._journal = set()
             paused = time.monotonic() - started
             self._build = ChildBuild(self._path, layout, self._child_build)
@@ -699,67 +707,74 @@ class EdgeVectorStore:
         log.info(INDEX_BUILD_FINISHED, extra={"changes": changes, "graph": build.layout.graph,
                                               "seconds": round(time.monotonic() - build.started, 2),
                                               "caught_up": caught_up, "warm_seconds": round(warmed, 3),
-                                              "swap_pause_seconds": round(pause, 3), "swap_pause_steps_ms": steps})
+                                              "swap_pause_seconds": round(pause, 3), "swap_steps_ms": steps})
 
     def _swap_in(self, build: ChildBuild) -> tuple[int, float, float, dict[str, float]]:
         """Bring the built copy up to date and make it the live shard; returns (points caught up,
-        seconds every shard call waited, seconds reading the copy into the page cache, the
-        pause's milliseconds by step). A failure leaves the old shard live, as it was."""
+        seconds searches waited, seconds reading the copy into the page cache, the swap's
+        milliseconds by step). A failure leaves the old shard live, as it was.
+
+        The copy becomes the next generation and is opened beside the live shard, which goes on
+        answering (pipeline.vectors.shard_generations). Writes wait only for the last few
+        journaled points and the link's replacement; searches only for the switch of one
+        reference. Each call into either shard still holds the GIL while it runs, the open and
+        the old shard's close included: between calls the process's requests get their turn.
+        """
         qe = self._qe
-        config = self._layout.config(qe)
+        steps = edge_swap.StepTimer()  # where the swap goes, for the log
+        target = shard_generations.next_dir(self._path)
+        os.rename(build.build_path, target)  # closed since the child exited: free to move
+        # The child's close dropped the copy's files from the page cache: read back first, its
+        # open and its first searches read memory, not the disk.
+        edge_swap.warm_page_cache(target, stop=self._closing.is_set)
+        warmed = steps.mark("warm_page_cache")
         caught_up = 0
-        if len(self._journal) > edge_swap.CATCH_UP_PAUSED_MAX:
-            # Many points written during the build: most are copied into the built shard while
-            # the web goes on answering and writing (each step gives way), in rounds, each round
-            # copying what was written during the one before.
-            built = qe.EdgeShard.load(build.build_path, config)
-            try:
-                for _ in range(edge_swap.CATCH_UP_ROUNDS):
-                    caught_up += edge_swap.copy_points(self._shard, built, qe, self._take_journal(),
-                                                       self._give_way, self._read)
-                    if len(self._journal) <= edge_swap.CATCH_UP_PAUSED_MAX:
-                        break
-                built.flush()
-            finally:
-                built.close()
-        # after the last close of the copy (each drops its files from the page cache), before
-        # the pause: the new shard's first searches then read memory, not the disk
-        warming = time.monotonic()
-        edge_swap.warm_page_cache(build.build_path, stop=self._closing.is_set)
-        warmed = time.monotonic() - warming
-        self.persist()  # so that the pause's flush of the live shard has next to nothing to write
-        paused = time.monotonic()
-        steps = edge_swap.StepTimer()  # where the pause goes, for the log
-        with self._writes.exclusive(), self._access.exclusive():
-            steps.mark("calls_in_flight")  # the searches and writes under way when it began
-            rest, self._journal = list(self._journal), None
-            read = [edge_swap.read_points(self._shard, rest[start:start + edge_swap.CATCH_UP_CHUNK])
-                    for start in range(0, len(rest), edge_swap.CATCH_UP_CHUNK)]
-            steps.mark("read_journal")
-            self._shard.flush()
-            self._shard.close()
-            self._shard = None
-            steps.mark("close_live")
-            try:
-                edge_swap.swap_dirs(self._path)
-                self._shard = qe.EdgeShard.load(self._path, config)
-                steps.mark("open_built")
-                for records, gone in read:
-                    edge_swap.apply_points(self._shard, qe, records, gone)
-                self._shard.flush()
-                discard = edge_swap.retire_old(self._path)
-                steps.mark("apply_journal")
-            except BaseException:
-                # Never half-swapped: the old shard goes back, complete as it was closed.
-                if self._shard is not None:
-                    self._shard.close()
-                edge_swap.recover(self._path)
-                self._shard = qe.EdgeShard.load(self._path, config)
-                raise
-            self._unflushed = 0
-            pause = time.monotonic() - paused
-        shutil.rmtree(discard, ignore_errors=True)  # after the pause: a large shard takes a while
-        return caught_up + len(rest), pause, warmed, steps.milliseconds
+        try:
+            self._give_way()
+            built = qe.EdgeShard.load(target, self._layout.config(qe))
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        steps.mark("open_built")
+        try:
+            # Many points written during the build: copied while the web goes on answering and
+            # writing (each step gives way), in rounds, each copying what the one before saw written.
+            for _ in range(edge_swap.CATCH_UP_ROUNDS):
+                if len(self._journal) <= edge_swap.CATCH_UP_PAUSED_MAX:
+                    break
+                caught_up += edge_swap.copy_points(self._shard, built, qe, self._take_journal(), self._give_way,
+                                                   self._read)
+            # the flushes this thread would have made meanwhile: the old shard's own flush, after
+            # the switch, is then left the writes of the last moments only (each holds the GIL)
+            self.persist()
+            steps.mark("catch_up")
+            with self._writes.exclusive():  # writes wait from here; searches go on, on the live shard
+                rest, self._journal = list(self._journal), None
+                caught_up += edge_swap.copy_points(self._shard, built, qe, rest, self._give_way, self._read)
+                retired = shard_generations.live_dir(self._path)
+                shard_generations.point_to(self._path, target)  # from here a start opens the built shard
+                steps.mark("writes_paused")
+                with self._access.exclusive():  # the searches in flight end on the old shard
+                    old, self._shard = self._shard, built
+                self._unflushed = caught_up  # in the new shard's write-ahead log; the next persist() flushes
+                paused = steps.mark("searches_paused")
+        except BaseException:
+            built.close()
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        # The old shard's close flushes it first, both under the GIL: as two calls, a request
+        # waits for the longer of the two instead of their sum.
+        try:
+            self._give_way()
+            old.flush()
+            steps.mark("flush_old")
+            self._give_way()
+            old.close()
+            steps.mark("close_old")
+        except Exception:  # the new shard is live whatever happens to the old one
+            log.warning(OLD_SHARD_CLOSE_FAILED, exc_info=True)
+        shutil.rmtree(retired, ignore_errors=True)  # after the close: a large shard takes a while
+        return caught_up, paused, warmed, steps.milliseconds
 
     def close(self) -> None:
         self._closing.set()  # a swap's page-cache read stops at once, so the swap and this end sooner
@@ -787,4 +802,4 @@ class EdgeVectorStore:
                 self._shard.close()
                 self._shard = None
                 shard_lock.release(self._path)
-            shutil.rmtree(self._path, ignore_errors=True)
+            shard_generations.remove(self._path)

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 
 import redis
 
+from pipeline.vectors.shard_generations import stable_path
 from pipeline.vectors.shard_lock import ShardInUse
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class OwnerRecord:
         self._broker = broker
         self._collection = collection
         self._key = KEY.format(collection=collection)
-        self._me = {"host": socket.gethostname(), "path": os.path.realpath(shard_path), "pid": os.getpid(),
+        self._me = {"host": socket.gethostname(), "path": stable_path(shard_path), "pid": os.getpid(),
                     "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -10,17 +10,19 @@ build's stall"). With ``EDGE_BUILD_IN_CHILD`` the store (pipeline.vectors.edge) 
    journals the id of every point written from then on;
 2. runs ``python -m pipeline.vectors.edge_build <shard>.build`` (a module nothing else imports), niced
    as the other background processes, which opens the copy, builds, flushes and closes it;
-3. when the child has exited 0, copies the journaled points' current state into the built copy
-   while the web goes on (only when there are many), reads the copy's files into the page
-   cache (``warm_page_cache``), then with every shard call paused: reads
-   the rest of the journal's points, closes the live shard, renames ``<shard>`` →
-   ``<shard>.old`` and ``<shard>.build`` → ``<shard>``, opens it, writes the points read and
-   flushes, and renames ``.old`` → ``.discard`` (removed after the pause).
+3. when the child has exited 0, renames the copy to the shard's next generation directory
+   (pipeline.vectors.shard_generations), reads its files into the page cache
+   (``warm_page_cache``) and opens it beside the live shard, which goes on answering; copies
+   the journaled points' current state into it while the web goes on (in rounds, when there
+   are many), then with writes paused copies the rest and points the shard's link at it, and
+   with searches paused (only for the switch of one reference) makes it the live shard. The
+   old shard is flushed and closed after, and its directory removed.
 
-A start (``recover``) removes a left-over ``.build`` or ``.discard`` and puts a left-over
-``.old`` back over the live directory: ``.old`` is the shard as it was closed, complete; only
-the build is lost. Nothing here touches the shard's lock file (``<shard>.lock``, beside the
-directory), so the owner keeps it across the swap.
+A start (``recover``) removes a left-over ``.build`` or ``.discard``; shard_generations removes
+a generation that never went live. Earlier versions swapped by renaming directories: a
+left-over ``.old`` from one of their swaps is put back over the live directory (it is the
+shard as it was closed, complete; only the build is lost). Nothing here touches the shard's
+lock file (``<shard>.lock``, beside the link), so the owner keeps it across the swap.
 """
 
 from __future__ import annotations
@@ -40,14 +42,13 @@ from pipeline.settings_groups import EDGE_VECTOR_CODES, EDGE_VECTORS_ON_DISK
 log = logging.getLogger(__name__)
 
 BUILD = ".build"  # the copy the child builds
-OLD = ".old"  # the live shard during the swap's renames
-DISCARD = ".discard"  # the old shard once the new one is live, removed after the pause
+OLD = ".old"  # an earlier version's swap: the live shard during its renames
+DISCARD = ".discard"  # an earlier version's swap: the old shard once the new one was live
 # Points read from the live shard and written to the built one per step of the catch-up: each
 # step holds the GIL for a few milliseconds (a retrieve and an upsert of this many points).
 CATCH_UP_CHUNK = 256
-# Up to this many journaled points are copied with every shard call paused (about 1 ms per 20
-# points); past it the built copy is opened first and caught up while the web goes on, in
-# rounds, until fewer are left.
+# Up to this many journaled points are copied with writes paused (about 1 ms per 20 points);
+# past it they are copied while the web goes on writing, in rounds, until fewer are left.
 CATCH_UP_PAUSED_MAX = 1_000
 CATCH_UP_ROUNDS = 5
 # Bytes per read when a shard is read into the page cache (warm_page_cache: before a swap, at a start).
@@ -139,10 +140,12 @@ class StepTimer:
         self._last = clock()
         self.milliseconds: dict[str, float] = {}
 
-    def mark(self, step: str) -> None:
+    def mark(self, step: str) -> float:
+        """End ``step`` now; returns its seconds."""
         now = self._clock()
-        self.milliseconds[step] = round((now - self._last) * 1000, 1)
-        self._last = now
+        seconds, self._last = now - self._last, now
+        self.milliseconds[step] = round(seconds * 1000, 1)
+        return seconds
 
 
 def recover(path: str) -> list[str]:
@@ -156,7 +159,9 @@ def recover(path: str) -> list[str]:
             done.append(f"removed {leftover}")
     old = sibling(path, OLD)
     if os.path.isdir(old):  # a swap was interrupted: the old shard is complete, the live dir may not be
-        if os.path.lexists(path):
+        if os.path.islink(path):
+            os.unlink(path)
+        elif os.path.lexists(path):
             shutil.rmtree(path)
         os.rename(old, path)
         done.append(f"restored {path} from {old}")
@@ -316,17 +321,3 @@ def _dense(vector: Any) -> list[float]:
     if isinstance(vector, dict):  # Edge may return a name -> vector map
         vector = vector.get("") if "" in vector else next(iter(vector.values()))
     return list(vector)
-
-
-def swap_dirs(path: str) -> None:
-    """Live → ``.old``, built → live. Both shards closed; ``recover`` undoes a half-done swap."""
-    os.rename(path, sibling(path, OLD))
-    os.rename(sibling(path, BUILD), path)
-
-
-def retire_old(path: str) -> str:
-    """The new shard is live and flushed: the old one becomes ``.discard`` (a start removes it,
-    never restores it). Returns its path, for removal after the pause."""
-    discard = sibling(path, DISCARD)
-    os.rename(sibling(path, OLD), discard)
-    return discard

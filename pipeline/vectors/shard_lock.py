@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline.errors import ConfigurationError
+from pipeline.vectors.shard_generations import stable_path
 
 
 class ShardInUse(ConfigurationError):
@@ -33,7 +34,8 @@ _guard = threading.Lock()
 
 
 def _lock_path(shard_path: str) -> str:
-    return os.path.realpath(shard_path).rstrip("/") + ".lock"
+    # not through the shard's own link: it points at another directory after each swap
+    return stable_path(shard_path) + ".lock"
 
 
 def _message(shard_path: str, holder: str) -> str:

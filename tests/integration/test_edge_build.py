@@ -20,7 +20,7 @@ import pytest
 from ops.bench.stack import wait_until
 from ops.bench.suite.procs import alive
 from pipeline.vectors import INDEX_BUILD_FINISHED, EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
-from pipeline.vectors import edge_swap, shard_lock
+from pipeline.vectors import edge_swap, shard_generations, shard_lock
 from pipeline.vectors.edge import saved_changes, saved_codes_only
 from pipeline.vectors.edge_swap import BUILD, DISCARD, OLD, ChildBuildOptions, sibling
 from tests import edge_segments
@@ -53,7 +53,9 @@ def filled_store(path: str, options: ChildBuildOptions | None = None) -> EdgeVec
 
 
 def siblings(path: str) -> list[str]:
-    return [s for s in (BUILD, OLD, DISCARD) if os.path.lexists(sibling(path, s))]
+    """What lies beside the shard's link and its live generation."""
+    live = os.path.basename(shard_generations.live_dir(path))
+    return sorted(set(os.listdir(os.path.dirname(path))) - {os.path.basename(path), live, os.path.basename(path) + ".lock"})
 
 
 class Heartbeat(threading.Thread):
@@ -80,8 +82,8 @@ class Heartbeat(threading.Thread):
 @pytest.mark.parametrize("paused_max", [edge_swap.CATCH_UP_PAUSED_MAX, 2], ids=["in-the-pause", "caught-up-before"])
 def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_meanwhile(tmp_path, monkeypatch, paused_max,
                                                                                       caplog):
-    """The journaled writes are copied into the built shard in the swap's pause, or (many of
-    them) mostly before it, in rounds of small steps, while the process goes on."""
+    """The journaled writes are copied into the built shard with writes paused, or (many of
+    them) mostly before, in rounds of small steps, while the process goes on."""
     monkeypatch.setattr(edge_swap, "CATCH_UP_PAUSED_MAX", paused_max)
     monkeypatch.setattr(edge_swap, "CATCH_UP_CHUNK", 16)
     path = str(tmp_path / "shard")
@@ -119,14 +121,20 @@ def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_mea
     assert searches >= 5
 
     caplog.set_level(logging.INFO, logger="pipeline.vectors.edge")
+    retired = shard_generations.live_dir(path)
     store.maintain()  # the swap
     assert not store.build_in_flight() and store.indexed_points() > 0
-    # The log says where the pause went, step by step, within the pause it reports.
+    # the built copy is the next generation, the link points at it, the old one is gone
+    assert shard_generations.live_dir(path) == shard_generations.generation_dir(path, 1)
+    assert not os.path.exists(retired) and os.path.islink(path)
+    # The log says where the swap went, step by step; searches waited only for its switch.
     finished = next(r for r in caplog.records if r.getMessage() == INDEX_BUILD_FINISHED)
-    steps = finished.swap_pause_steps_ms
-    assert list(steps) == ["calls_in_flight", "read_journal", "close_live", "open_built", "apply_journal"]
+    steps = finished.swap_steps_ms
+    assert list(steps) == ["warm_page_cache", "open_built", "catch_up", "writes_paused", "searches_paused",
+                           "flush_old", "close_old"]
     assert all(ms >= 0 for ms in steps.values())
-    assert sum(steps.values()) <= finished.swap_pause_seconds * 1000 + 1  # each step rounded to 0.1 ms
+    assert abs(steps["searches_paused"] - finished.swap_pause_seconds * 1000) <= 1  # rounded differently
+    assert finished.caught_up == len(written) + len(deleted) + len(repayloaded)
     # the record a restart reads says so at once, not at the next flush
     assert saved_changes(path) == len(written) + len(deleted) + len(repayloaded)
     assert siblings(path) == []
@@ -186,56 +194,93 @@ def test_a_failed_build_leaves_the_live_shard_and_is_tried_again_later(tmp_path)
     store.close()
 
 
-def test_a_swap_that_fails_halfway_puts_the_old_shard_back(tmp_path, monkeypatch):
+@pytest.mark.parametrize("failing", ["copy_points", "point_to"])
+def test_a_swap_that_fails_leaves_the_old_shard_live_and_nothing_beside_it(tmp_path, monkeypatch, failing):
     path = str(tmp_path / "shard")
     store = filled_store(path)
     store.maintain()
     store.upsert([memory(COUNT)])
     wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the build child to exit")
+    live = shard_generations.live_dir(path)
 
-    def half(p):
-        os.rename(p, sibling(p, OLD))
+    def fail(*args, **kwargs):
         raise OSError("disk gone")
 
-    monkeypatch.setattr(edge_swap, "swap_dirs", half)
+    monkeypatch.setattr(edge_swap if failing == "copy_points" else shard_generations, failing, fail)
     with pytest.raises(OSError):
         store.maintain()
-    assert not store.build_in_flight() and siblings(path) == []
+    monkeypatch.undo()
+    assert not store.build_in_flight() and siblings(path) == [] and shard_generations.live_dir(path) == live
     assert store.count() == COUNT + 1 and nearest(store, COUNT) == [f"m{COUNT}"] and store.indexed_points() == 0
     store.upsert([memory(COUNT + 1)])
     assert nearest(store, COUNT + 1) == [f"m{COUNT + 1}"]
     store.close()
 
 
-def test_a_start_after_an_interrupted_swap_or_build_restores_the_complete_shard(tmp_path):
-    path = str(tmp_path / "shard")
+def _small_shard(path: str) -> None:
     store = EdgeVectorStore(path, 8)
     store.ensure_collection()
     store.upsert([VectorPoint(f"m{i}", [float(i == j) for j in range(8)], vector_payload(
         {"id": f"m{i}", "content": "c", "tags": [], "type": "Context", "importance": 0.5})) for i in range(8)])
     store.close()
 
-    # killed between the swap's two renames: the live dir gone, the old one beside it, a build left
-    os.rename(path, sibling(path, OLD))
-    shutil.copytree(sibling(path, OLD), sibling(path, BUILD))
-    reopened = EdgeVectorStore(path, 8)
-    reopened.ensure_collection()
-    assert reopened.count() == 8 and siblings(path) == []
-    reopened.close()
+
+def _count(path: str) -> int:
+    store = EdgeVectorStore(path, 8)
+    store.ensure_collection()
+    try:
+        return store.count()
+    finally:
+        store.close()
+
+
+def test_a_start_after_an_interrupted_swap_or_build_opens_the_complete_shard(tmp_path):
+    path = str(tmp_path / "shard")
+    _small_shard(path)
+    zero = shard_generations.live_dir(path)
+    assert zero == shard_generations.generation_dir(path, 0)
+
+    # killed before the link moved: a built generation, opened and half caught up, beside the live one
+    half = shard_generations.generation_dir(path, 1)
+    shutil.copytree(zero, half)
+    shutil.copytree(zero, sibling(path, BUILD))
+    assert _count(path) == 8 and siblings(path) == [] and shard_generations.live_dir(path) == zero
+
+    # killed after the link moved: the new generation is live (it has every write), the old one left
+    shutil.copytree(zero, half)
+    shard_generations.point_to(path, half)
+    store = EdgeVectorStore(path, 8)
+    store.ensure_collection()
+    store.delete(["m0"])
+    store.close()
+    os.makedirs(zero)  # the old generation's removal never finished
+    assert _count(path) == 7 and siblings(path) == [] and shard_generations.live_dir(path) == half
+
+
+def test_a_start_after_an_earlier_versions_interrupted_swap_restores_the_complete_shard(tmp_path):
+    """Earlier versions swapped by renaming directories: ``<shard>`` a directory, ``.old`` beside it."""
+    path, complete = str(tmp_path / "data" / "shard"), str(tmp_path / "elsewhere" / "shard")
+    _small_shard(complete)
+    legacy = shard_generations.live_dir(complete)
+
+    # killed between that swap's two renames: the live dir gone, the old one beside it, a build left
+    shutil.copytree(legacy, sibling(path, OLD))
+    shutil.copytree(legacy, sibling(path, BUILD))
+    assert _count(path) == 8 and siblings(path) == []
+    assert shard_generations.live_dir(path) == shard_generations.generation_dir(path, 0)  # adopted
 
     # killed after both renames: a half-caught-up build in the live dir, the complete old beside it
-    complete = str(tmp_path / "complete")
-    shutil.copytree(path, complete)
-    half = EdgeVectorStore(path, 8)
-    half.ensure_collection()
-    half.delete(["m0", "m1"])
-    half.close()
-    os.rename(complete, sibling(path, OLD))
+    shard_generations.remove(path)
+    shutil.copytree(legacy, path)
+    store = EdgeVectorStore(path, 8)
+    store.ensure_collection()
+    store.delete(["m0", "m1"])
+    store.close()
+    os.unlink(path)  # the store adopted it; put the directory back where that version had it
+    os.rename(shard_generations.generation_dir(path, 0), path)
+    shutil.copytree(legacy, sibling(path, OLD))
     os.makedirs(sibling(path, DISCARD))
-    reopened = EdgeVectorStore(path, 8)
-    reopened.ensure_collection()
-    assert reopened.count() == 8 and siblings(path) == []
-    reopened.close()
+    assert _count(path) == 8 and siblings(path) == []
 
 
 def test_a_stop_during_a_build_ends_the_child_and_keeps_the_live_shard(tmp_path):
@@ -271,10 +316,10 @@ def test_the_index_maintainer_starts_the_child_build_and_swaps_it_in_on_its_own(
     store.close()
 
 
-def test_the_built_copy_is_read_into_the_page_cache_before_the_pause_while_searches_go_on(tmp_path, monkeypatch):
+def test_the_built_copy_is_read_into_the_page_cache_before_it_opens_while_searches_go_on(tmp_path, monkeypatch):
     """Edge drops a closed shard's files from the page cache, the child's copy included: the
-    swap reads them back before its pause, holding no lock, so the new shard's first search
-    does not fault its codes in from disk with every shard call waiting."""
+    swap reads them back before opening it, holding no lock, so neither the open nor the new
+    shard's first search faults its codes in from disk, holding the GIL."""
     path = str(tmp_path / "shard")
     store = filled_store(path)
     warmed: list[tuple[str, bool, int]] = []
@@ -291,7 +336,7 @@ def test_the_built_copy_is_read_into_the_page_cache_before_the_pause_while_searc
     store.maintain()
     wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the child's build")
     store.maintain()  # the swap
-    assert [(p, alive) for p, alive, _ in warmed] == [(sibling(path, BUILD), False)]
+    assert [(p, alive) for p, alive, _ in warmed] == [(shard_generations.generation_dir(path, 1), False)]
     assert warmed[0][2] > COUNT * DIMS  # the copy's files, its codes and vectors among them
     assert not store.build_in_flight() and store.indexed_points() > 0 and nearest(store, 5) == ["m5"]
     # and at a start (the index maintainer's first step): the live shard, the same files

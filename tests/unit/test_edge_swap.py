@@ -143,7 +143,7 @@ def test_the_warm_up_leaves_a_shard_larger_than_half_the_available_memory_alone_
 def test_the_step_timer_gives_each_step_the_time_since_the_mark_before():
     now = iter([10.0, 10.0125, 10.5, 10.5])
     timer = StepTimer(clock=lambda: next(now))
-    timer.mark("wait")
-    timer.mark("open")
+    assert timer.mark("wait") == pytest.approx(0.0125)
+    assert timer.mark("open") == pytest.approx(0.4875)
     timer.mark("nothing")
     assert timer.milliseconds == {"wait": 12.5, "open": 487.5, "nothing": 0.0}
