@@ -78,6 +78,8 @@ PAYLOAD_CHUNK = 32
 # the indexed ones, ``content`` included (its scored text index is keyword search, see
 # pipeline.vectors.edge_text).
 EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES + (edge_text.TEXT_FIELD,))
+# Every field the shard indexes: a replaced shard's indexes are dropped one by one before it closes.
+INDEXED_FIELDS = KEYWORD_INDEXES + FLOAT_INDEXES + (edge_text.TEXT_FIELD,)
 # ``tag_prefixes`` natively without the whole tags (``tags_lower`` has them; filters ask both):
 # see pipeline.vectors.edge_payload.
 EDGE_COVERED_FIELDS = {"tag_prefixes": "tags_lower"}
@@ -762,15 +764,8 @@ class EdgeVectorStore:
             built.close()
             shutil.rmtree(target, ignore_errors=True)
             raise
-        # The old shard's close flushes it first, both under the GIL: as two calls, a request
-        # waits for the longer of the two instead of their sum.
         try:
-            self._give_way()
-            old.flush()
-            steps.mark("flush_old")
-            self._give_way()
-            old.close()
-            steps.mark("close_old")
+            edge_swap.retire_shard(old, qe, INDEXED_FIELDS, self._give_way, steps)
         except Exception:  # the new shard is live whatever happens to the old one
             log.warning(OLD_SHARD_CLOSE_FAILED, exc_info=True)
         shutil.rmtree(retired, ignore_errors=True)  # after the close: a large shard takes a while

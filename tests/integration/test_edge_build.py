@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from ops.bench.stack import wait_until
+from pipeline.graph import Scope, TagFilter
 from ops.bench.suite.procs import alive
 from pipeline.vectors import INDEX_BUILD_FINISHED, EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
 from pipeline.vectors import edge_swap, shard_generations, shard_lock
@@ -131,7 +132,7 @@ def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_mea
     finished = next(r for r in caplog.records if r.getMessage() == INDEX_BUILD_FINISHED)
     steps = finished.swap_steps_ms
     assert list(steps) == ["warm_page_cache", "open_built", "catch_up", "writes_paused", "searches_paused",
-                           "flush_old", "close_old"]
+                           "flush_old", "drop_old_indexes", "close_old"]
     assert all(ms >= 0 for ms in steps.values())
     assert abs(steps["searches_paused"] - finished.swap_pause_seconds * 1000) <= 1  # rounded differently
     assert finished.caught_up == len(written) + len(deleted) + len(repayloaded)
@@ -144,6 +145,9 @@ def test_a_build_in_a_child_keeps_the_process_answering_and_every_write_made_mea
     def check(s: EdgeVectorStore):
         assert s.count() == expected
         assert nearest(s, written[-1]) == [f"m{written[-1]}"] and nearest(s, 3) == ["m3"]
+        # the live shard's payload indexes answer filters (the replaced one's were dropped before its close)
+        scoped = VectorQuery(VECTORS[3].tolist(), 1, Scope(TagFilter(("chat:3",), "any", "exact")))
+        assert [h.memory_id for h in s.search(scoped)] == ["m3"]
         assert s.retrieve([f"m{i}" for i in deleted]) == {}
         stored = s.retrieve([f"m{i}" for i in repayloaded])
         assert {r.payload["importance"] for r in stored.values()} == {0.9}

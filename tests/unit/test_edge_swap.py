@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from pipeline.vectors.edge_swap import (BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, ShardLayout, StepTimer, copy_shard,
-                                        recover, sibling, warm_page_cache)
+                                        recover, retire_shard, sibling, warm_page_cache)
 
 
 def _dir(path: str, marker: str) -> None:
@@ -147,3 +147,30 @@ def test_the_step_timer_gives_each_step_the_time_since_the_mark_before():
     assert timer.mark("open") == pytest.approx(0.4875)
     timer.mark("nothing")
     assert timer.milliseconds == {"wait": 12.5, "open": 487.5, "nothing": 0.0}
+
+
+def test_a_replaced_shard_is_retired_in_short_calls_each_after_giving_way():
+    """Flush, each index dropped in a call of its own, close: a request waits for one of them,
+    not their sum (the real shard's swap is in tests/integration/test_edge_build.py)."""
+    calls = []
+
+    class Shard:
+        def flush(self):
+            calls.append("flush")
+
+        def update(self, operation):
+            calls.append(operation)
+
+        def close(self):
+            calls.append("close")
+
+    class UpdateOperation:
+        @staticmethod
+        def delete_field_index(field):
+            return f"drop {field}"
+
+    qe = type("qe", (), {"UpdateOperation": UpdateOperation})
+    steps = StepTimer()
+    retire_shard(Shard(), qe, ("content", "tags_lower"), lambda: calls.append("give way"), steps)
+    assert calls == ["give way", "flush", "give way", "drop content", "give way", "drop tags_lower", "give way", "close"]
+    assert list(steps.milliseconds) == ["flush_old", "drop_old_indexes", "close_old"]
