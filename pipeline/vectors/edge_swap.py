@@ -16,7 +16,7 @@ build's stall"). With ``EDGE_BUILD_IN_CHILD`` the store (pipeline.vectors.edge) 
    the journaled points' current state into it while the web goes on (in rounds, when there
    are many), then with writes paused copies the rest and points the shard's link at it, and
    with searches paused (only for the switch of one reference) makes it the live shard. The
-   old shard is flushed and closed after, and its directory removed.
+   old shard is retired after in short calls (``retire_shard``), and its directory removed.
 
 A start (``recover``) removes a left-over ``.build`` or ``.discard``; shard_generations removes
 a generation that never went live. Earlier versions swapped by renaming directories: a
@@ -325,8 +325,8 @@ def retire_shard(shard: Any, qe: Any, indexed_fields: Iterable[str], before_step
     Closing a shard frees what its plain segments hold in the heap: the payload indexes
     (keyword maps, the text index's postings) of every point written since the last build,
     up to ``EDGE_OPTIMIZE_IMPORT_MAX_CHANGES`` after an import, in one call holding the GIL
-    (0.44 s at 110k such points, beside a busy catch-up). Dropped one field at a time
-    first, each index is freed in a call of its own, and the close is left the rest.
+    (docs/benchmarks-log.md, "the swap without a pause"). Dropped one field at a time first,
+    each index is freed in a call of its own, and the close is left the rest.
     """
     before_step()
     shard.flush()  # the writes of its last moments: the close would flush them, in the same call
