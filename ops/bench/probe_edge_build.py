@@ -43,6 +43,7 @@ import numpy as np
 
 from pipeline.vectors import EdgeVectorStore, VectorPoint, VectorQuery, vector_payload
 from pipeline.vectors.edge_swap import ChildBuildOptions
+from pipeline.vectors.shard_generations import live_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DIMS = 384
@@ -197,6 +198,7 @@ def run_mode(mode: str, storage: str, indexes: str, points: int, nice: int, dire
 
 def copy_gil(source: str, directory: str) -> dict:
     """The longest heartbeat gap beside each way of copying the shard, and how long each took."""
+    source = live_dir(source)  # the directory behind the shard's link (pipeline.vectors.shard_generations)
     out = {}
     for name, copy in (("cp -r", lambda dst: subprocess.run(["cp", "-r", "--", source, dst], check=True)),
                        ("shutil.copytree", lambda dst: shutil.copytree(source, dst))):
