@@ -89,12 +89,17 @@ def point_to(path: str, target: str) -> None:
 
 
 def _sync_dir(directory: str) -> None:
-    """Make the link's replacement durable (a crash right after must not bring back the old one)."""
-    fd = os.open(directory, os.O_RDONLY)
+    """Make the link's replacement durable (a host crash right after must not bring back the
+    old one). The replacement has happened whatever this does, so a failure here is logged,
+    never raised: the caller must not undo a swap the link already points at."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        log.warning("Edge shard: the link's new target may not survive a host crash (fsync of %s: %s)", directory, exc)
 
 
 def adopt(path: str) -> bool:

@@ -95,3 +95,18 @@ def test_the_lock_and_the_owner_name_the_link_not_the_generation_it_points_at(tm
     generations.point_to(shard, generations.generation_dir(shard, 1))
     assert shard_lock._lock_path(shard) == before == generations.stable_path(shard) + ".lock"
     assert generations.stable_path(shard + "/") == os.path.join(os.path.realpath(tmp_path), "memories")
+
+
+def test_a_failed_directory_sync_after_the_link_moved_is_logged_not_raised(tmp_path, monkeypatch, caplog):
+    """The swap undoes itself on an exception from point_to: it must not, once the link points at the new one."""
+    shard = str(tmp_path / "memories")
+    for n in (0, 1):
+        _dir(generations.generation_dir(shard, n), str(n))
+    generations.point_to(shard, generations.generation_dir(shard, 0))
+
+    def no_fsync(fd):
+        raise OSError("EIO")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    generations.point_to(shard, generations.generation_dir(shard, 1))
+    assert _which(shard) == "1" and "fsync" in caplog.text
