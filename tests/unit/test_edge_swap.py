@@ -11,56 +11,46 @@ import pytest
 
 from pipeline.vectors.edge_swap import (BUILD, DISCARD, OLD, ChildBuild, ChildBuildOptions, ShardLayout, StepTimer, copy_shard,
                                         recover, retire_shard, sibling, warm_page_cache)
-
-
-def _dir(path: str, marker: str) -> None:
-    os.makedirs(path)
-    with open(os.path.join(path, "which"), "w") as handle:
-        handle.write(marker)
-
-
-def _which(path: str) -> str:
-    with open(os.path.join(path, "which")) as handle:
-        return handle.read()
+from tests.marked_dirs import marked_dir, marker
 
 
 def test_a_clean_shard_is_left_alone(tmp_path):
     live = str(tmp_path / "shard")
-    _dir(live, "live")
-    assert recover(live) == [] and _which(live) == "live"
+    marked_dir(live, "live")
+    assert recover(live) == [] and marker(live) == "live"
 
 
 def test_a_left_over_build_or_discard_is_removed_and_the_live_shard_kept(tmp_path):
     live = str(tmp_path / "shard")
-    _dir(live, "live")
-    _dir(sibling(live, BUILD), "build")
-    _dir(sibling(live, DISCARD), "discard")
+    marked_dir(live, "live")
+    marked_dir(sibling(live, BUILD), "build")
+    marked_dir(sibling(live, DISCARD), "discard")
     assert len(recover(live)) == 2
-    assert _which(live) == "live" and sorted(os.listdir(tmp_path)) == ["shard"]
+    assert marker(live) == "live" and sorted(os.listdir(tmp_path)) == ["shard"]
 
 
 def test_an_interrupted_swap_puts_the_old_shard_back_whatever_the_live_dir_holds(tmp_path):
     live = str(tmp_path / "shard")
-    _dir(sibling(live, OLD), "old")  # between the renames: no live dir
+    marked_dir(sibling(live, OLD), "old")  # between the renames: no live dir
     recover(live)
-    assert _which(live) == "old" and os.listdir(tmp_path) == ["shard"]
-    _dir(sibling(live, OLD), "old again")  # after both renames: the build is live, not yet caught up
+    assert marker(live) == "old" and os.listdir(tmp_path) == ["shard"]
+    marked_dir(sibling(live, OLD), "old again")  # after both renames: the build is live, not yet caught up
     recover(live)
-    assert _which(live) == "old again" and os.listdir(tmp_path) == ["shard"]
+    assert marker(live) == "old again" and os.listdir(tmp_path) == ["shard"]
 
 
 def test_the_copy_replaces_a_stale_one(tmp_path):
     live, copy = str(tmp_path / "shard"), str(tmp_path / "shard.build")
-    _dir(live, "live")
+    marked_dir(live, "live")
     os.makedirs(os.path.join(live, "segments", "s1"))
-    _dir(copy, "stale")
+    marked_dir(copy, "stale")
     copy_shard(live, copy)
-    assert _which(copy) == "live" and os.path.isdir(os.path.join(copy, "segments", "s1"))
+    assert marker(copy) == "live" and os.path.isdir(os.path.join(copy, "segments", "s1"))
 
 
 def test_a_child_reports_its_exit_and_a_stop_ends_it_and_removes_its_copy(tmp_path):
     live = str(tmp_path / "shard")
-    _dir(sibling(live, BUILD), "copy")
+    marked_dir(sibling(live, BUILD), "copy")
     failing = ChildBuild(live, ShardLayout(8), ChildBuildOptions(python="/bin/false"))
     failing._process.wait(30)
     assert failing.poll() == 1
