@@ -50,6 +50,8 @@ def node_properties(fields: dict[str, Any]) -> dict[str, Any]:
     return props
 
 
+CONTENT_FULLTEXT_CREATE = "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')"
+
 # Metadata values longer than this are prose, not identifiers: the sidecar does not index them.
 _METADATA_VALUE_MAX_CHARS = 120
 _METADATA_TEXT_MAX_CHARS = 2000
@@ -222,6 +224,9 @@ class GraphStore:
         # lock and every read (a recall's) waits behind it: a persist batch of 500-1000 memories
         # in one query held recall reads for 50-190 ms during an import (issue 21).
         self._write_rows = write_rows
+        # Whether the full-text index has a content field, as this process last set or read it
+        # (None: not known yet). Without one, content search scans (``_content_scan``).
+        self._content_indexed: bool | None = None
 
     @classmethod
     def connect(cls, settings: Settings) -> "GraphStore":
@@ -287,13 +292,17 @@ class GraphStore:
     def ping(self) -> bool:
         return bool(self._client.connection.ping())
 
-    def ensure_schema(self) -> None:
-        """Range indexes on id and timestamps, a full-text index on content and metadata. Idempotent."""
+    def ensure_schema(self, content_fulltext: bool = True) -> None:
+        """Range indexes on id and timestamps, a full-text index on metadata and, with
+        ``content_fulltext``, on content (``Settings.graph_content_fulltext``). Idempotent; an
+        existing content field is left as it is (``set_content_fulltext`` drops it)."""
         statements = (
             "CREATE INDEX FOR (m:Memory) ON (m.id)",
             "CREATE INDEX FOR (m:Memory) ON (m.timestamp_epoch)",
             "CREATE INDEX FOR (m:Memory) ON (m.updated_epoch)",
-            "CALL db.idx.fulltext.createNodeIndex('Memory', 'content', 'metadata_text')",
+            # One field per call: a call naming a field already indexed adds none of the others.
+            "CALL db.idx.fulltext.createNodeIndex('Memory', 'metadata_text')",
+            *((CONTENT_FULLTEXT_CREATE,) if content_fulltext else ()),
             *thread_schema,
             # Enrichment: exact-duplicate groups, and scope members (an array index serves `x IN m.tags`).
             "CREATE INDEX FOR (m:Memory) ON (m.content_hash)",
@@ -302,11 +311,37 @@ class GraphStore:
             "CREATE INDEX FOR (m:Memory) ON (m.type)",
         )
         for statement in statements:
-            try:
-                self._query(statement)
-            except ResponseError as exc:
-                if "already indexed" not in str(exc):
-                    raise
+            self._schema_change(statement, "already indexed")
+        self._content_indexed = None  # an older store may have the field though it was not asked for
+
+    @property
+    def content_indexed(self) -> bool:
+        """Whether the full-text index covers content (read once, then kept as this process sets it)."""
+        if self._content_indexed is None:
+            rows = self._read("CALL db.indexes() YIELD label, types WHERE label = 'Memory' RETURN types")
+            self._content_indexed = any("FULLTEXT" in (row[0] or {}).get("content", []) for row in rows)
+        return self._content_indexed
+
+    def set_content_fulltext(self, wanted: bool) -> None:
+        """Add or drop the content field of the full-text index. Idempotent.
+
+        Only keyword search through the graph reads it, and it is most of what a restart's
+        load of the graph rebuilds (docs/benchmarks-log.md, session 48): the process that owns
+        the live Qdrant Edge collection drops it once that collection's own text index answers
+        keyword search, and adds it back for one that does not yet.
+        """
+        if wanted:
+            self._schema_change(CONTENT_FULLTEXT_CREATE, "already indexed")
+        else:
+            self._schema_change("DROP FULLTEXT INDEX FOR (m:Memory) ON (m.content)", "no such index")
+        self._content_indexed = wanted
+
+    def _schema_change(self, statement: str, already: str) -> None:
+        try:
+            self._query(statement)
+        except ResponseError as exc:
+            if already not in str(exc):
+                raise
 
     # --- writes ----------------------------------------------------------------------
     def upsert_memories(self, records: Iterable[MemoryRecord]) -> None:
@@ -379,6 +414,9 @@ class GraphStore:
         """
         if not terms:
             return []
+        if field == "content" and not self.content_indexed:
+            return [(memory_from_row(row[0]), float(row[1]))
+                    for row in self._content_scan(terms, scope, limit, memory_projection("m"))]
         where, params = _scope_predicate(scope)
         cypher = (
             "CALL db.idx.fulltext.queryNodes('Memory', $text) YIELD node AS m, score "
@@ -404,6 +442,8 @@ class GraphStore:
         them in Python (a full memory projection costs several times more)."""
         if not terms:
             return []
+        if not self.content_indexed:
+            return [(row[0], row[1] or "", float(row[2])) for row in self._content_scan(terms, scope, limit, "m.id, m.content")]
         where, params = _scope_predicate(scope)
         cypher = (
             "CALL db.idx.fulltext.queryNodes('Memory', $text) YIELD node AS m, score "
@@ -411,6 +451,19 @@ class GraphStore:
         )
         params |= {"text": "@content:(" + "|".join(terms) + ")", "limit": limit}
         return [(row[0], row[1] or "", float(row[2])) for row in self._read(cypher, params)]
+
+    def _content_scan(self, terms: list[str], scope: Scope, limit: int, projection: str) -> list[list[Any]]:
+        """Content search without the full-text index: every memory in scope read, scored by
+        how many of the terms its content holds. Only a recall whose vector store failed gets
+        here when the graph leaves content to Edge's text index (``set_content_fulltext``): a
+        full scan, a fraction of a second at 100k memories, bounded by the recall's query timeout."""
+        where, params = _scope_predicate(scope)
+        cypher = (
+            f"MATCH (m:Memory) WHERE {where} "
+            "WITH m, size([t IN $terms WHERE toLower(m.content) CONTAINS t]) AS score WHERE score > 0 "
+            f"RETURN {projection}, score ORDER BY score DESC, m.importance DESC, m.timestamp_epoch DESC LIMIT $limit"
+        )
+        return self._read(cypher, params | {"terms": terms, "limit": limit})
 
     def trending(self, scope: Scope, limit: int, order: str = "importance") -> list[dict[str, Any]]:
         """No query: the memories in scope, most important (or newest/oldest) first."""

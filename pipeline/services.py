@@ -6,6 +6,7 @@ then shared by every thread of the process.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -22,6 +23,8 @@ from pipeline.vectors import QdrantServerVectorStore, VectorStore, build_vector_
 from pipeline.vectors.registry import CollectionRegistry, CollectionSpec
 
 T = TypeVar("T")
+log = logging.getLogger("mempipe.services")
+CONTENT_FULLTEXT_UNSETTLED = "graph content full-text index not settled"
 
 
 class Services:
@@ -78,7 +81,7 @@ class Services:
     def graph(self) -> GraphStore:
         def connect() -> GraphStore:
             store = GraphStore.connect(self.settings)
-            store.ensure_schema()
+            store.ensure_schema(content_fulltext=self.settings.graph_content_fulltext)
             return InstrumentedStore(store, "graph", self._metrics())
 
         return self._lazy("_graph", connect)
@@ -112,6 +115,8 @@ class Services:
                         self._claim_edge(spec.name, raw)
                     store = self._stores[spec.name] = InstrumentedStore(raw, "vectors", self._metrics())
                     self._specs[spec.name] = spec
+                    if self.settings.uses_qdrant_edge:
+                        self._settle_content_fulltext(spec, raw)
         return store
 
     def open_spec_of_size(self, dims: int) -> CollectionSpec | None:
@@ -129,6 +134,21 @@ class Services:
             raw.close()  # gives the shard's file lock back
             raise
         self._owners[name] = record
+
+    def _settle_content_fulltext(self, spec: CollectionSpec, raw: VectorStore) -> None:
+        """Keep the graph's content full-text index only while keyword search needs it.
+
+        The live collection's shard answers keyword search once its text index holds every
+        point (``text_ready``); a shard written before that index (and not yet repacked)
+        leaves it to the graph. Only this process, the shard's owner, knows which.
+        """
+        wanted = self.settings.graph_content_fulltext or not raw.text_ready
+        try:
+            if spec.name != self.collections.state().live.name:
+                return  # a migration's target: keyword search reads the live collection
+            self.graph.set_content_fulltext(wanted)
+        except Exception as exc:  # the index stays as it was; the next start settles it
+            log.warning(CONTENT_FULLTEXT_UNSETTLED, extra={"wanted": wanted, "error": str(exc)})
 
     def _release_edge(self, name: str) -> None:
         record = self._owners.pop(name, None)

@@ -72,7 +72,7 @@ def from_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
         # A graph that was lost whole comes back without its indexes (full-text recall needs
         # them), and with new property ids this process must not read with old names.
         ctx.services.graph.forget_schema()
-        store_call(ctx.services.graph.ensure_schema)()
+        store_call(ctx.services.graph.ensure_schema)(content_fulltext=ctx.services.settings.graph_content_fulltext)
     page, nodes, result = vector_page(ctx, cursor)
     if not page:
         return result

@@ -16,9 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 import redis
+from falkordb import FalkorDB
 
 from ops.redis_servers import RedisServer, free_port
 from ops.bench.stack import ADMIN_TOKEN, Stack, wait_until
+from pipeline.graph import GraphStore
 
 pytestmark = pytest.mark.integration
 
@@ -143,7 +145,10 @@ def test_vector_outage_recall_degrades_then_vectors_catch_up(make_stack, tmp_pat
         wait_until(lambda: api.get("/health").json()["memory_count"] == len(expected), timeout=60,
                    message="writes persisted to the graph during the vector outage")
 
-        # Recall answers from the graph alone: 200, says vector search is off, finds the memories.
+        # Recall answers from the graph alone: 200, says vector search is off, finds the memories
+        # (with Edge the graph indexes no content: its content search is a scan).
+        graph = GraphStore(FalkorDB(host="127.0.0.1", port=stack.graph_port), stack.env()["FALKORDB_GRAPH"])
+        assert not graph.content_indexed
         recall = api.get("/recall", params={"query": "lighthouse keeper", "tags": tag, "limit": 20})
         assert recall.status_code == 200, recall.text
         body = recall.json()

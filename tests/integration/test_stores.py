@@ -249,6 +249,81 @@ def test_graph_schema_and_parameterised_writes(servers):
     assert [m["id"] for m, _ in found] == ["safe-2"]
 
 
+def fulltext_fields(port: int, graph_name: str) -> set[str]:
+    rows = FalkorDB(host="127.0.0.1", port=port).select_graph(graph_name).query("CALL db.indexes()").result_set
+    return {field for row in rows for field, kinds in row[2].items() if "FULLTEXT" in kinds}
+
+
+def test_graph_content_fulltext_is_added_and_dropped_on_request(servers):
+    """The content field comes and goes on request, each way idempotent. Without it metadata
+    search still answers, and content search (what a recall whose vector store failed falls
+    back to) scans: memories in scope ranked by how many of the terms their content holds."""
+    graph_name = f"fulltext_{uuid.uuid4().hex[:6]}"
+    store = GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), graph_name)
+    store.ensure_schema(content_fulltext=False)
+    store.upsert_memories([
+        build_new_record({"content": "Pistachios are green", "metadata": {"project": "orchard"}, "id": "p1",
+                          "tags": ["nuts"]}, LIMITS),
+        build_new_record({"content": "green olives and pistachios in the orchard", "id": "p2", "tags": ["nuts"]}, LIMITS),
+        build_new_record({"content": "pistachios again", "id": "p3", "tags": ["other"]}, LIMITS),
+        build_new_record({"content": "nothing to see", "id": "p4", "tags": ["nuts"]}, LIMITS),
+    ])
+    assert fulltext_fields(servers.graph.port, graph_name) == {"metadata_text"} and not store.content_indexed
+    scanned = store.keyword_search(["pistachios", "green"], Scope(tags=TagFilter(("nuts",), "any", "exact")), 5)
+    assert sorted((m["id"], score) for m, score in scanned) == [("p1", 2.0), ("p2", 2.0)]
+    assert [memory_id for memory_id, _, _ in store.keyword_matches(["olives"], Scope(), 5)] == ["p2"]
+    assert [m["id"] for m, _ in store.keyword_search(["orchard"], Scope(), 5, field="metadata_text")] == ["p1"]
+
+    store.set_content_fulltext(True)
+    store.set_content_fulltext(True)
+    store.ensure_schema(content_fulltext=True)
+    assert fulltext_fields(servers.graph.port, graph_name) == {"metadata_text", "content"} and store.content_indexed
+    deadline = time.monotonic() + 10  # FalkorDB indexes the existing nodes of a new field in the background
+    while not store.keyword_search(["olives"], Scope(), 5) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [m["id"] for m, _ in store.keyword_search(["olives"], Scope(), 5)] == ["p2"]
+
+    store.set_content_fulltext(False)
+    store.set_content_fulltext(False)
+    store.ensure_schema(content_fulltext=False)  # does not add it back
+    assert fulltext_fields(servers.graph.port, graph_name) == {"metadata_text"} and not store.content_indexed
+    assert [m["id"] for m, _ in store.keyword_search(["olives"], Scope(), 5)] == ["p2"]  # the scan again
+    assert [m["id"] for m, _ in store.keyword_search(["orchard"], Scope(), 5, field="metadata_text")] == ["p1"]
+    # another process's view, read from the graph: the field is gone
+    assert not GraphStore(FalkorDB(host="127.0.0.1", port=servers.graph.port), graph_name).content_indexed
+
+
+def test_the_edge_owner_keeps_the_graph_content_index_only_while_keyword_search_needs_it(make_stack, tmp_path):
+    """The process that opens the live Edge shard drops the graph's content field when the
+    shard's own text index answers keyword search, and keeps or adds it when the shard was
+    written before that index (no marker) or RECALL_KEYWORD_SOURCE=graph says so."""
+    from pipeline.services import Services
+    from pipeline.vectors import edge_text
+
+    stack = make_stack()  # a broker database of its own; nothing of the stack is started
+    graph_name = f"owner_{uuid.uuid4().hex[:6]}"
+    base = {"redis_url": stack.redis_url, "falkordb_port": stack.graph_port, "falkordb_graph": graph_name,
+            "MEMPIPE_DATA_DIR": tmp_path, "embedding_provider": "hash"}
+    GraphStore(FalkorDB(host="127.0.0.1", port=stack.graph_port), graph_name).ensure_schema()  # as an older version left it
+
+    def open_live(**settings) -> Settings:
+        configured = Settings(**base, **settings)
+        services = Services(configured)
+        services.vectors.count()
+        services.close_vector_stores()
+        return configured
+
+    settings = open_live()
+    assert fulltext_fields(stack.graph_port, graph_name) == {"metadata_text"}
+    open_live(recall_keyword_source="graph")
+    assert fulltext_fields(stack.graph_port, graph_name) == {"metadata_text", "content"}
+    open_live()
+    assert fulltext_fields(stack.graph_port, graph_name) == {"metadata_text"}
+    (settings.edge_path / edge_text.MARKER).unlink()  # a shard from before the text index, not yet repacked
+    open_live()
+    assert fulltext_fields(stack.graph_port, graph_name) == {"metadata_text", "content"}
+
+
 def test_chained_pairs_reads_both_distances_in_one_query(servers):
     """Pool members one and two PRECEDED_BY steps apart, in any scope; others and outsiders not."""
     from pipeline.query.neighbours import chained_pairs
