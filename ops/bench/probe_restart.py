@@ -164,7 +164,7 @@ def scratch_service(store: Path | None, overrides: dict[str, str]) -> EmbeddedSe
     data_dir = RUN_DIR
     shutil.rmtree(data_dir, ignore_errors=True)
     if store:
-        shutil.copytree(store, data_dir)
+        shutil.copytree(store, data_dir, symlinks=True)  # the Edge shard is a link to its generation
     else:
         data_dir.mkdir()
         for log in data_dir.glob("*.log"):
@@ -201,7 +201,7 @@ def build(args: argparse.Namespace) -> dict:
     else:
         stop = timed_stop(service)
     shutil.rmtree(args.keep, ignore_errors=True)
-    shutil.copytree(service.data_dir, args.keep)
+    shutil.copytree(service.data_dir, args.keep, symlinks=True)
     shutil.rmtree(service.data_dir, ignore_errors=True)
     return {"mode": "build", "memories": args.memories, "write_s": written, "backlog": backlog, "stop": stop,
             "kept": str(args.keep)}
