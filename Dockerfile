@@ -19,4 +19,4 @@ USER mempipe
 EXPOSE 8001
 # Every interface, so a published port reaches it: the web refuses to start on this bind
 # until AUTOMEM_API_TOKEN is set (docker run -e AUTOMEM_API_TOKEN=...).
-CMD ["uvicorn", "api.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8001", "--no-access-log"]
+CMD ["uvicorn", "api.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8001", "--no-access-log", "--http", "api.http_protocol:EnvelopeProtocol"]

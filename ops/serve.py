@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from api.bind import Bind, unauthenticated_exposure
+from api.http_protocol import WEB_HTTP_PROTOCOL
 from ops.aof import Compactor, compact_now
 from ops.redis_servers import RedisServer
 from ops.tokens import load_or_create_tokens
@@ -111,7 +112,7 @@ class Supervisor:
                                  "--threads", str(s.worker_threads), "--queues", ENRICH_QUEUE],
                     {**env, **metrics_env(s, 1)}, nice=s.embedded_enricher_niceness)
         self._spawn("web", [python, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", s.host,
-                            "--port", str(s.port), "--no-access-log"], env)
+                            "--port", str(s.port), "--no-access-log", "--http", WEB_HTTP_PROTOCOL], env)
 
     def watch(self) -> int:
         while not self.stopping:

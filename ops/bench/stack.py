@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 
+from api.http_protocol import WEB_HTTP_PROTOCOL
 from ops.redis_servers import RedisServer, free_port
 from ops.serve import spawn_child
 from pipeline.vectors.edge import saved_changes
@@ -127,7 +128,7 @@ class Stack:
     def start_web(self, timeout: float = 60.0, app: str = "api.app:create_app") -> None:
         """Start the web process; ``app`` names another uvicorn factory (a fault-injecting one)."""
         args = [sys.executable, "-m", "uvicorn", app, "--factory", "--host", "127.0.0.1",
-                "--port", str(self.port), "--no-access-log"]
+                "--port", str(self.port), "--no-access-log", "--http", WEB_HTTP_PROTOCOL]
         self.web = subprocess.Popen(args, cwd=ROOT, env=self.env(), stdout=self._log("web"), stderr=subprocess.STDOUT)
         self.wait_healthy(timeout)
 

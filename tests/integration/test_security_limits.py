@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import socket
 import time
 import uuid
 
@@ -121,6 +123,22 @@ def test_an_oversized_control_body_is_refused(api):
     json_body = {"Content-Type": "application/json"}
     refused(api.post("/consolidate", content=big, headers=json_body), 413, "body")
     refused(api.post("/admin/sync", content=big, headers={"X-Admin-Token": ADMIN_TOKEN, **json_body}), 413, "body")
+
+
+@pytest.mark.parametrize("target", ["/recall?query=café".encode(), b"/recall?query=" + b"a" * 70_000],
+                         ids=["raw bytes outside ASCII", "a request line past the parser's limit"])
+def test_a_request_the_http_parser_refuses_is_answered_in_the_error_envelope(stack, target):
+    """uvicorn answers these itself, before the app: the web's protocol (api.http_protocol)
+    puts that 400 in AutoMem's envelope too (Schemathesis found the plain-text one)."""
+    with socket.create_connection(("127.0.0.1", stack.port), timeout=10) as conn:
+        conn.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: mempipe\r\n\r\n")
+        answer = b""
+        while chunk := conn.recv(65536):  # the server closes the connection after it
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: application/json" in head.lower(), head
+    refusal = json.loads(body)
+    assert refusal["status"] == "error" and refusal["code"] == 400 and "percent-encoded" in refusal["message"], refusal
 
 
 def test_mcp_recall_returns_the_refusal_as_a_tool_error(stack):
