@@ -145,6 +145,7 @@ async def web_lifespan(
     svc.vectors  # open the Edge shard / check the collection: a size mismatch stops start-up here
     if services is None:
         wait_for_stores(settings, ("graph",))
+    svc.settle_content_fulltext()  # the graph indexes content only where keyword search reads it there
     app.state.settings = settings
     app.state.services = svc
     app.state.foreground = foreground

@@ -198,7 +198,7 @@ class Settings(BaseSettings, *GROUPS):
     def graph_content_fulltext(self) -> bool:
         """Whether keyword search reads the graph's full-text index on content: with a Qdrant
         server, or when told to. With Qdrant Edge the shard's own text index answers it, and
-        the owner of the live shard settles the graph's field (``Services.vector_store``)."""
+        the owner of the live shard settles the graph's field (``Services.settle_content_fulltext``)."""
         return not self.uses_qdrant_edge or self.recall_keyword_source == "graph"
 
     @property

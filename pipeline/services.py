@@ -115,8 +115,6 @@ class Services:
                         self._claim_edge(spec.name, raw)
                     store = self._stores[spec.name] = InstrumentedStore(raw, "vectors", self._metrics())
                     self._specs[spec.name] = spec
-                    if self.settings.uses_qdrant_edge:
-                        self._settle_content_fulltext(spec, raw)
         return store
 
     def open_spec_of_size(self, dims: int) -> CollectionSpec | None:
@@ -135,17 +133,23 @@ class Services:
             raise
         self._owners[name] = record
 
-    def _settle_content_fulltext(self, spec: CollectionSpec, raw: VectorStore) -> None:
+    def settle_content_fulltext(self) -> None:
         """Keep the graph's content full-text index only while keyword search needs it.
 
-        The live collection's shard answers keyword search once its text index holds every
-        point (``text_ready``); a shard written before that index (and not yet repacked)
-        leaves it to the graph. Only this process, the shard's owner, knows which.
+        The live Edge collection's shard answers keyword search once its text index holds
+        every point (``text_ready``); a shard written before that index (and not yet repacked)
+        leaves it to the graph. Only the shard's owner knows which: a process that has not
+        opened the live collection does nothing. Call it once the graph answers (the web,
+        after its start-up wait for the graph).
         """
-        wanted = self.settings.graph_content_fulltext or not raw.text_ready
+        if not self.settings.uses_qdrant_edge or not self._stores:
+            return  # a Qdrant server (ensure_schema gave the graph the field), or no shard opened here
+        wanted = None
         try:
-            if spec.name != self.collections.state().live.name:
-                return  # a migration's target: keyword search reads the live collection
+            live = self._stores.get(self.collections.state().live.name)
+            if live is None:
+                return
+            wanted = self.settings.graph_content_fulltext or not live.text_ready
             self.graph.set_content_fulltext(wanted)
         except Exception as exc:  # the index stays as it was; the next start settles it
             log.warning(CONTENT_FULLTEXT_UNSETTLED, extra={"wanted": wanted, "error": str(exc)})

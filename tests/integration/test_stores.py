@@ -296,7 +296,8 @@ def test_graph_content_fulltext_is_added_and_dropped_on_request(servers):
 def test_the_edge_owner_keeps_the_graph_content_index_only_while_keyword_search_needs_it(make_stack, tmp_path):
     """The process that opens the live Edge shard drops the graph's content field when the
     shard's own text index answers keyword search, and keeps or adds it when the shard was
-    written before that index (no marker) or RECALL_KEYWORD_SOURCE=graph says so."""
+    written before that index (no marker) or RECALL_KEYWORD_SOURCE=graph says so; a process
+    that has not opened the shard changes nothing."""
     from pipeline.services import Services
     from pipeline.vectors import edge_text
 
@@ -310,9 +311,12 @@ def test_the_edge_owner_keeps_the_graph_content_index_only_while_keyword_search_
         configured = Settings(**base, **settings)
         services = Services(configured)
         services.vectors.count()
+        services.settle_content_fulltext()  # as the web does once the graph answers
         services.close_vector_stores()
         return configured
 
+    Services(Settings(**base)).settle_content_fulltext()  # no shard opened here: not its call
+    assert fulltext_fields(stack.graph_port, graph_name) == {"metadata_text", "content"}
     settings = open_live()
     assert fulltext_fields(stack.graph_port, graph_name) == {"metadata_text"}
     open_live(recall_keyword_source="graph")
@@ -322,6 +326,15 @@ def test_the_edge_owner_keeps_the_graph_content_index_only_while_keyword_search_
     (settings.edge_path / edge_text.MARKER).unlink()  # a shard from before the text index, not yet repacked
     open_live()
     assert fulltext_fields(stack.graph_port, graph_name) == {"metadata_text", "content"}
+
+
+def test_the_web_drops_an_older_stores_content_index_once_the_graph_answers(make_stack):
+    stack = make_stack()
+    graph_name = stack.env()["FALKORDB_GRAPH"]
+    GraphStore(FalkorDB(host="127.0.0.1", port=stack.graph_port), graph_name).ensure_schema()  # as an older version left it
+    assert "content" in fulltext_fields(stack.graph_port, graph_name)
+    stack.start_web()
+    assert fulltext_fields(stack.graph_port, graph_name) == {"metadata_text"}
 
 
 def test_chained_pairs_reads_both_distances_in_one_query(servers):
