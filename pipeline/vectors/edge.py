@@ -74,12 +74,11 @@ UPSERT_CHUNK = 128
 # its own call, so the GIL changes hands between them anyway; between steps the write also
 # gives way to foreground requests, instead of sharing the GIL with a recall for the whole batch.
 PAYLOAD_CHUNK = 32
-# What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document):
-# the indexed ones, ``content`` included (its scored text index is keyword search, see
-# pipeline.vectors.edge_text).
-EDGE_NATIVE_FIELDS = frozenset(KEYWORD_INDEXES + FLOAT_INDEXES + (edge_text.TEXT_FIELD,))
-# Every field the shard indexes: a replaced shard's indexes are dropped one by one before it closes.
+# Every field the shard indexes, ``content`` included (its scored text index is keyword search,
+# see pipeline.vectors.edge_text); a replaced shard's indexes are dropped one by one before it closes.
 INDEXED_FIELDS = KEYWORD_INDEXES + FLOAT_INDEXES + (edge_text.TEXT_FIELD,)
+# What a Qdrant Edge point keeps as native payload fields (the rest is one JSON document): the indexed ones.
+EDGE_NATIVE_FIELDS = frozenset(INDEXED_FIELDS)
 # ``tag_prefixes`` natively without the whole tags (``tags_lower`` has them; filters ask both):
 # see pipeline.vectors.edge_payload.
 EDGE_COVERED_FIELDS = {"tag_prefixes": "tags_lower"}
