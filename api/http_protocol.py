@@ -4,7 +4,7 @@ uvicorn answers a request it cannot parse (raw bytes outside ASCII in the URL, a
 or header past the parser's limits) itself, before the app sees it, with a plain-text 400.
 Clients of the AutoMem API read every error as ``{"status": "error", "code": N, "message":
 "..."}``; these protocols give that answer the same shape. The web is started with
-``uvicorn --http api.http_protocol:EnvelopeProtocol`` (``WEB_HTTP_PROTOCOL``), which follows
+``uvicorn --http api.http_protocol:EnvelopeProtocol`` (``ops.serve.WEB_HTTP_PROTOCOL``), which follows
 uvicorn's ``auto`` choice: httptools where it is installed, else h11.
 """
 
@@ -16,7 +16,6 @@ import h11
 import orjson
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-WEB_HTTP_PROTOCOL = "api.http_protocol:EnvelopeProtocol"
 UNPARSEABLE = ("the request could not be parsed as HTTP: send the URL percent-encoded (ASCII only), "
                "and headers within the server's limits")
 

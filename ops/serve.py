@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from api.bind import Bind, unauthenticated_exposure
-from api.http_protocol import WEB_HTTP_PROTOCOL
 from ops.aof import Compactor, compact_now
 from ops.redis_servers import RedisServer
 from ops.tokens import load_or_create_tokens
@@ -31,6 +30,10 @@ from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 from pipeline.settings_groups import STORE_START_WAIT_MAX_S
 from pipeline.stopping import worker_shutdown_ms
+
+# The web's HTTP protocol (api/http_protocol.py), named here so the launcher does not import
+# uvicorn to start it; the Procfile and the Dockerfile name it too.
+WEB_HTTP_PROTOCOL = "api.http_protocol:EnvelopeProtocol"
 
 
 def public_bind_refusal(settings: Settings) -> str | None:

@@ -19,9 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from api.http_protocol import WEB_HTTP_PROTOCOL
 from ops.redis_servers import RedisServer, free_port
-from ops.serve import spawn_child
+from ops.serve import WEB_HTTP_PROTOCOL, spawn_child
 from pipeline.vectors.edge import saved_changes
 
 ROOT = Path(__file__).resolve().parents[2]
