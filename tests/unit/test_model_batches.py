@@ -1,41 +1,29 @@
-"""The local model's batches: longest first, bounded by padded tokens and by count."""
+"""The local model's batches: longest first, bounded by padded tokens and by count; rows; passes."""
 
 from __future__ import annotations
 
-from pipeline.embedding import token_budget_batches
-from pipeline.packed_model import balanced_parts
+from pipeline.packed_model import balanced_parts, budget_batches
 
 
-def padded_tokens(batch: list[int], texts: list[str]) -> int:
-    return len(batch) * max(len(texts[i]) // 4 + 2 for i in batch)
-
-
-def test_every_text_is_in_exactly_one_batch_longest_first():
-    texts = ["x" * n for n in (40, 400, 4, 120, 40, 800, 12)]
-    batches = token_budget_batches(texts, token_budget=256, max_texts=64, max_tokens=256)
+def test_every_item_is_in_exactly_one_batch_longest_first():
+    lengths = [12, 102, 3, 32, 12, 202, 5]
+    batches = budget_batches(lengths, token_budget=256, max_items=64)
     flat = [i for batch in batches for i in batch]
-    assert sorted(flat) == list(range(len(texts)))
-    lengths = [len(texts[i]) for i in flat]
-    assert lengths == sorted(lengths, reverse=True)
+    assert sorted(flat) == list(range(len(lengths)))
+    assert [lengths[i] for i in flat] == sorted(lengths, reverse=True)
 
 
-def test_a_batch_stays_within_the_budget_unless_one_text_is_over_it_alone():
-    texts = ["word " * n for n in range(1, 200, 7)]
-    batches = token_budget_batches(texts, token_budget=300, max_texts=64, max_tokens=256)
+def test_a_batch_stays_within_the_budget_unless_one_item_is_over_it_alone():
+    lengths = list(range(3, 400, 9))
+    batches = budget_batches(lengths, token_budget=300, max_items=64)
     for batch in batches:
-        assert len(batch) == 1 or padded_tokens(batch, texts) <= 300
-    assert len(batches) > 1
-    assert any(len(batch) > 1 for batch in batches)  # short texts do share a batch
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 300
+    assert any(len(batch) == 1 and lengths[batch[0]] > 300 for batch in batches)
+    assert any(len(batch) > 1 for batch in batches)  # short items do share a batch
 
 
-def test_the_longest_text_counts_at_most_the_models_window():
-    texts = ["y" * 10_000, "z" * 9_000]  # both truncated to 256 tokens by the model
-    assert token_budget_batches(texts, token_budget=512, max_texts=64, max_tokens=256) == [[0, 1]]
-
-
-def test_the_count_bound_holds_for_tiny_texts():
-    texts = ["hi"] * 10
-    batches = token_budget_batches(texts, token_budget=10_000, max_texts=4, max_tokens=256)
+def test_the_count_bound_holds_for_tiny_items():
+    batches = budget_batches([3] * 10, token_budget=10_000, max_items=4)
     assert [len(batch) for batch in batches] == [4, 4, 2]
 
 
