@@ -221,6 +221,11 @@ class Services:
             lambda: redis.Redis.from_url(self.settings.redis_url, socket_timeout=10, socket_connect_timeout=3),
         )
 
+    def give_way(self) -> bool:
+        """Before a step of background work: wait (bounded) while this process answers
+        recalls or ``/health`` (pipeline.foreground). True when it waited; never elsewhere."""
+        return self._give_way()
+
     @property
     def tracker(self) -> PipelineTracker:
         return self._lazy("_tracker", lambda: PipelineTracker(self.broker_redis, self.settings.similar_to_defer_quiet_ms))

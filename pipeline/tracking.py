@@ -49,6 +49,15 @@ end
 """
 
 
+# Which of KEYS exist, in one command: as a pipeline of an EXISTS per memory, redis-py's
+# packing and reply parsing were a large share of a drift-repair page's CPU in the web.
+_EXISTING = """
+local found = {}
+for i, key in ipairs(KEYS) do found[i] = redis.call('exists', key) end
+return found
+"""
+
+
 # Queueing a batch: every record's pending hash, the in-flight set, old tombstones cleared
 # (ARGV[2] = 1) and the arrival key (ARGV[1] ms; 0 = none), in one command. As a pipeline of
 # two commands per record, redis-py's packing is a cost per memory in the web; one script call
@@ -128,6 +137,7 @@ class PipelineTracker:
         self._mark_queued_script = client.register_script(_MARK_QUEUED)
         self._mark_failed_script = client.register_script(_MARK_FAILED)
         self._mark_replayed_script = client.register_script(_MARK_REPLAYED)
+        self._existing_script = client.register_script(_EXISTING)
         self._arrival_window_ms = arrival_window_ms
 
     def mark_queued(self, records: Iterable[dict[str, Any]], *, clear_tombstones: bool = False) -> None:
@@ -215,6 +225,13 @@ class PipelineTracker:
 
     def clear_tombstone(self, memory_id: str) -> None:
         self._redis.delete(tombstone_key(memory_id))
+
+    def in_pipeline(self, memory_ids: list[str]) -> set[str]:
+        """Those of ``memory_ids`` still in the write pipeline (a pending record)."""
+        if not memory_ids:
+            return set()
+        flags = self._existing_script(keys=[pending_key(m) for m in memory_ids])
+        return {m for m, flag in zip(memory_ids, flags) if flag}
 
     def tombstoned(self, memory_ids: list[str]) -> set[str]:
         if not memory_ids:

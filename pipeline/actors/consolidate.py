@@ -90,6 +90,9 @@ def maintenance_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
 
 @stage_actor("vector_step")
 def vector_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
+    # With Edge this runs in the web: a page of a whole-store walk (sync, a re-embed) is tens
+    # of milliseconds of the GIL, so it starts when no recall is in flight.
+    services().give_way()
     _run_step(run_id, phase, seq, cursor)
 
 

@@ -38,6 +38,10 @@ IDS_QUERY = (
     "MATCH (m:Memory) WHERE id(m) > $after AND id(m) <= $upper "
     "RETURN id(m), m.id ORDER BY id(m) LIMIT $limit"
 )
+KINDS_QUERY = (
+    "MATCH (m:Memory) WHERE id(m) > $after AND id(m) <= $upper "
+    "RETURN id(m), [m.id, m.type] ORDER BY id(m) LIMIT $limit"
+)
 
 
 def highest_node_id(graph: GraphStore) -> int:
@@ -80,6 +84,12 @@ def page_memories(graph: GraphStore, cursor: list[int] | None, limit: int) -> tu
 def page_ids(graph: GraphStore, cursor: list[int] | None, limit: int) -> tuple[list[str], list[int] | None]:
     """Like ``page_memories``, memory ids only."""
     return walk(graph, IDS_QUERY, cursor, limit)
+
+
+def page_kinds(graph: GraphStore, cursor: list[int] | None, limit: int) -> tuple[list[tuple[str, str | None]], list[int] | None]:
+    """Like ``page_memories``, each memory's id and type only."""
+    rows, following = walk(graph, KINDS_QUERY, cursor, limit)
+    return [(memory_id, kind) for memory_id, kind in rows], following
 
 
 def relation_counts(graph: GraphStore, memory_ids: list[str]) -> dict[str, int]:

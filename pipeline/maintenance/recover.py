@@ -27,7 +27,6 @@ from pipeline.maintenance.pages import vector_page
 from pipeline.maintenance.quarantine import Quarantine
 from pipeline.maintenance.sync_guard import GuardState
 from pipeline.resilience import store_call
-from pipeline.tracking import pending_key
 
 # The record fields a payload carries as the node has them (metadata travels as an object).
 RECORD_FIELDS = ("content", "tags", "importance", "confidence", "type", "type_source", "timestamp", "updated_at",
@@ -54,17 +53,9 @@ def create_missing_nodes(graph, payloads: dict[str, dict[str, Any]], at: str) ->
         )
 
 
-def _pending(ctx: RunContext, memory_ids: list[str]) -> set[str]:
-    """Ids still in the write pipeline: their write, not recovery, brings them in."""
-    pipe = ctx.services.broker_redis.pipeline(transaction=False)
-    for memory_id in memory_ids:
-        pipe.exists(pending_key(memory_id))
-    return {m for m, flag in zip(memory_ids, pipe.execute()) if flag}
-
-
 def _left_alone(ctx: RunContext, memory_ids: list[str]) -> set[str]:
     """Ids recovery must not touch: deleted on request, or still in the write pipeline."""
-    return _pending(ctx, memory_ids) | ctx.services.tracker.tombstoned(memory_ids)
+    return ctx.services.tracker.in_pipeline(memory_ids) | ctx.services.tracker.tombstoned(memory_ids)
 
 
 def from_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
@@ -94,7 +85,7 @@ def from_quarantine_step(ctx: RunContext, cursor: Any) -> StepResult:
         return _finished(ctx, result)
     ids = [m for m, _ in entries]
     deleted = ctx.services.tracker.tombstoned(ids)  # deleted on request since: they leave the quarantine
-    skip = deleted | _pending(ctx, ids)
+    skip = deleted | ctx.services.tracker.in_pipeline(ids)
     back = {m: e["payload"] for m, e in entries if m not in skip and e.get("payload", {}).get("content") is not None}
     result.count("restored_from_quarantine", sorted(back))
     result.count("quarantine_deleted_since", sorted(deleted))

@@ -26,12 +26,12 @@ import math
 from typing import Any
 
 from pipeline.maintenance.cycles import VECTORS, Phase, RunContext, StepResult
-from pipeline.maintenance.pages import graph_page, vector_page
+from pipeline.maintenance import graph_ops
+from pipeline.maintenance.pages import vector_page
 from pipeline.maintenance.quarantine import Quarantine
 from pipeline.maintenance.runs import state_key
 from pipeline.maintenance.sync_guard import GuardState, verdict
 from pipeline.resilience import store_call
-from pipeline.tracking import pending_key
 from pipeline.vectors import vector_payload
 
 SYNCED_FIELDS = ("tags", "tag_prefixes", "tags_lower", "importance", "type", "timestamp", "timestamp_epoch",
@@ -57,15 +57,6 @@ def payload_drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]
     return differing
 
 
-def _pending(ctx: RunContext, memory_ids: list[str]) -> set[str]:
-    if not memory_ids:
-        return set()
-    pipe = ctx.services.broker_redis.pipeline(transaction=False)
-    for memory_id in memory_ids:
-        pipe.exists(pending_key(memory_id))
-    return {m for m, flag in zip(memory_ids, pipe.execute()) if flag}
-
-
 def _embed_item(memory: dict[str, Any]) -> dict[str, Any]:
     return {"id": memory["id"], "op": "store", "text": memory["content"], "payload": vector_payload(memory)}
 
@@ -89,7 +80,7 @@ def vectors_to_graph_step(ctx: RunContext, cursor: Any) -> StepResult:
     page, nodes, result = vector_page(ctx, cursor)
     if not page:
         return result
-    busy = _pending(ctx, [r.memory_id for r in page])
+    busy = ctx.services.tracker.in_pipeline([r.memory_id for r in page])
     excluded = ctx.settings.excluded_types
     orphans, rewrites, stale = [], [], []
     for record in page:
@@ -150,7 +141,7 @@ def repair_step(ctx: RunContext, cursor: Any) -> StepResult:
     if not ids:
         return result
     nodes = store_call(ctx.services.graph.get_memories)(ids)
-    busy = _pending(ctx, ids)
+    busy = ctx.services.tracker.in_pipeline(ids)
     ids = [m for m in ids if m not in busy]
     vectors = ctx.services.vectors
     if kind in ("orphan_vector", "tombstoned_orphan"):
@@ -175,18 +166,22 @@ def repair_step(ctx: RunContext, cursor: Any) -> StepResult:
 
 
 def graph_to_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
-    memories, result = graph_page(ctx, cursor)
-    memories = [m for m in memories if m.get("type") not in ctx.settings.excluded_types]
-    if not memories:
+    """Memories without a point are re-embedded. Read as ids and types first: at most a few
+    are missing, and only theirs are read whole (this runs in the web, beside recall)."""
+    kinds, following = store_call(graph_ops.page_kinds)(ctx.services.graph, cursor, ctx.page_size)
+    result = StepResult(cursor=following)
+    ids = [memory_id for memory_id, kind in kinds if kind not in ctx.settings.excluded_types]
+    if not ids:
         return result
-    ids = [m["id"] for m in memories]
-    present = store_call(ctx.services.vectors.retrieve)(ids)
-    busy = _pending(ctx, ids)
-    missing = [m for m in memories if m["id"] not in present and m["id"] not in busy]
-    result.add("memories_checked", len(memories))
-    result.count("missing_vector", [m["id"] for m in missing])
+    present = store_call(ctx.services.vectors.existing)(ids)
+    absent = [m for m in ids if m not in present]
+    busy = ctx.services.tracker.in_pipeline(absent)  # their vector is on its way, not missing
+    missing = [m for m in absent if m not in busy]
+    result.add("memories_checked", len(ids))
+    result.count("missing_vector", missing)
     if missing and not ctx.dry_run:
-        ctx.outbox.embed([_embed_item(m) for m in missing])
+        memories = store_call(ctx.services.graph.get_memories)(missing)
+        ctx.outbox.embed([_embed_item(memories[m]) for m in missing if m in memories])
     return result
 
 

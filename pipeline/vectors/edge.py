@@ -444,6 +444,14 @@ class EdgeVectorStore:
         found = (stored_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records)
         return {r.memory_id: r for r in found}
 
+    def existing(self, memory_ids: list[str]) -> set[str]:
+        by_point = {point_id_for(m): m for m in memory_ids}
+        if not by_point:
+            return set()
+        with self._access.shared():
+            records = self._shard.retrieve(list(by_point), with_payload=False, with_vector=False)
+        return {by_point[str(r.id)] for r in records}
+
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
         # A field kept in the packed document is merged into the stored one (read, merge,
         # write), under a lock so two threads of this process cannot interleave on a point.

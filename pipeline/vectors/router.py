@@ -72,6 +72,9 @@ class VectorRouter:
     def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
         return self.live().retrieve(memory_ids, with_vectors)
 
+    def existing(self, memory_ids: list[str]) -> set[str]:
+        return self.live().existing(memory_ids)
+
     def ping(self) -> bool:
         return self.live().ping()
 

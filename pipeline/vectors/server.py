@@ -141,6 +141,13 @@ class QdrantServerVectorStore:
         found = (stored_record(r.id, r.payload, r.vector if with_vectors else None) for r in records)
         return {r.memory_id: r for r in found}
 
+    def existing(self, memory_ids: list[str]) -> set[str]:
+        by_point = {point_id_for(m): m for m in memory_ids}
+        if not by_point:
+            return set()
+        records = self._client.retrieve(self._collection, list(by_point), with_payload=False, with_vectors=False)
+        return {by_point[str(r.id)] for r in records}
+
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None:
         self._payload_batch(payloads, lambda body: self._models.SetPayloadOperation(set_payload=body))
 

@@ -88,3 +88,15 @@ def test_mark_queued_is_one_script_call_with_the_same_effects(broker_url):
     tracker.mark_queued([])  # nothing: no call
     tracker.finish([m["id"] for m in many] + ["q1", "q2", "q3"], "store", "recallable")
     assert tracker.inflight_count() == 0
+
+
+def test_in_pipeline_names_the_memories_with_a_pending_record_in_one_call(broker_url):
+    client = redis.Redis.from_url(broker_url)
+    tracker = PipelineTracker(client, arrival_window_ms=0)
+    tracker.mark_queued([{"id": f"ip{i}", "content": str(i)} for i in range(3)])
+    tracker.finish(["ip1"], "store", "recallable")
+    asked = [f"ip{i}" for i in range(4)]  # ip3 was never written
+    assert tracker.in_pipeline(asked) == {"ip0", "ip2"}
+    assert tracker.in_pipeline([]) == set()
+    tracker.finish(["ip0", "ip2"], "store", "recallable")
+    assert tracker.in_pipeline(asked) == set()

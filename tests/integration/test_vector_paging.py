@@ -81,3 +81,10 @@ def test_search_excludes_archived_and_excluded_types_even_when_nearest(vectors):
     # Without the type exclusion the MetaPattern point is the nearest hit; archived stays out.
     assert [h.memory_id for h in vectors.search(VectorQuery(near, 3))][0] == "m6"
     assert "m5" not in [h.memory_id for h in vectors.search(VectorQuery(near, 7))]
+
+
+def test_existing_names_the_memories_with_a_point_without_reading_payloads(vectors):
+    vectors.upsert([point(i) for i in range(4)])
+    vectors.delete(["m2"])
+    assert vectors.existing(["m0", "m2", "m3", "m9"]) == {"m0", "m3"}
+    assert vectors.existing([]) == set()
