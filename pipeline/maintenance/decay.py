@@ -15,7 +15,6 @@ from typing import Any
 
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, Phase, RunContext, StepResult
-from pipeline.maintenance.pages import graph_page
 from pipeline.maintenance.policy import DecayPolicy
 from pipeline.records import iso
 from pipeline.resilience import store_call
@@ -30,9 +29,14 @@ def score_page(ctx: RunContext, memories: list[dict[str, Any]]) -> dict[str, flo
     return {m["id"]: policy.relevance(m, relations.get(m["id"], 0), ctx.now) for m in memories}
 
 
+# What scoring reads of a memory (DecayPolicy.relevance), and its score so far.
+DECAY_FIELDS = ("id", "importance", "confidence", "timestamp", "last_accessed", "relevance_score")
+
+
 def decay_step(ctx: RunContext, cursor: Any) -> StepResult:
     graph = ctx.services.graph
-    memories, result = graph_page(ctx, cursor)
+    memories, following = store_call(graph_ops.page_fields)(graph, cursor, ctx.page_size, DECAY_FIELDS)
+    result = StepResult(cursor=following)
     if not memories:
         return result
     scores = score_page(ctx, memories)
@@ -45,7 +49,7 @@ def decay_step(ctx: RunContext, cursor: Any) -> StepResult:
     for bound in (0.5, 0.2, 0.05):
         result.add(f"below_{bound}", sum(1 for s in scores.values() if s < bound))
     if not ctx.dry_run:
-        store_call(graph_ops.set_relevance)(graph, changed, iso(ctx.now))
+        store_call(graph_ops.set_relevance)(graph, changed, iso(ctx.now), ctx.settings.graph_write_rows)
     return result
 
 

@@ -38,10 +38,6 @@ IDS_QUERY = (
     "MATCH (m:Memory) WHERE id(m) > $after AND id(m) <= $upper "
     "RETURN id(m), m.id ORDER BY id(m) LIMIT $limit"
 )
-KINDS_QUERY = (
-    "MATCH (m:Memory) WHERE id(m) > $after AND id(m) <= $upper "
-    "RETURN id(m), [m.id, m.type] ORDER BY id(m) LIMIT $limit"
-)
 
 
 def highest_node_id(graph: GraphStore) -> int:
@@ -86,10 +82,20 @@ def page_ids(graph: GraphStore, cursor: list[int] | None, limit: int) -> tuple[l
     return walk(graph, IDS_QUERY, cursor, limit)
 
 
-def page_kinds(graph: GraphStore, cursor: list[int] | None, limit: int) -> tuple[list[tuple[str, str | None]], list[int] | None]:
-    """Like ``page_memories``, each memory's id and type only."""
-    rows, following = walk(graph, KINDS_QUERY, cursor, limit)
-    return [(memory_id, kind) for memory_id, kind in rows], following
+def page_fields(graph: GraphStore, cursor: list[int] | None, limit: int,
+                fields: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[int] | None]:
+    """Like ``page_memories``, only the named properties of each (a missing one left out).
+
+    A step that needs a few properties reads them alone: whole nodes (content, metadata) cost
+    the graph server and the step several times more, beside recalls.
+    """
+    if not all(field.isidentifier() for field in fields):  # names go into the query's text
+        raise ValueError(f"not property names: {fields}")
+    projection = "[" + ", ".join(f"m.{field}" for field in fields) + "]"
+    query = ("MATCH (m:Memory) WHERE id(m) > $after AND id(m) <= $upper "
+             f"RETURN id(m), {projection} ORDER BY id(m) LIMIT $limit")
+    rows, following = walk(graph, query, cursor, limit)
+    return [{f: v for f, v in zip(fields, row) if v is not None} for row in rows], following
 
 
 def relation_counts(graph: GraphStore, memory_ids: list[str]) -> dict[str, int]:
@@ -103,11 +109,15 @@ def relation_counts(graph: GraphStore, memory_ids: list[str]) -> dict[str, int]:
     return {row[0]: int(row[1]) for row in rows}
 
 
-def set_relevance(graph: GraphStore, scores: dict[str, float], at: str) -> None:
-    if scores:
+def set_relevance(graph: GraphStore, scores: dict[str, float], at: str, rows_per_query: int = 0) -> None:
+    """Write the scores, ``rows_per_query`` memories a query (0: all in one): a write holds the
+    graph, and a recall's reads wait behind it (``GRAPH_WRITE_ROWS``)."""
+    rows = [{"id": k, "score": v} for k, v in scores.items()]
+    step = rows_per_query or len(rows)
+    for start in range(0, len(rows), step):
         graph.run_write(
             "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) SET m.relevance_score = row.score, m.relevance_at = $at",
-            {"rows": [{"id": k, "score": v} for k, v in scores.items()], "at": at},
+            {"rows": rows[start:start + step], "at": at},
         )
 
 

@@ -168,9 +168,9 @@ def repair_step(ctx: RunContext, cursor: Any) -> StepResult:
 def graph_to_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
     """Memories without a point are re-embedded. Read as ids and types first: at most a few
     are missing, and only theirs are read whole (this runs in the web, beside recall)."""
-    kinds, following = store_call(graph_ops.page_kinds)(ctx.services.graph, cursor, ctx.page_size)
+    page, following = store_call(graph_ops.page_fields)(ctx.services.graph, cursor, ctx.page_size, ("id", "type"))
     result = StepResult(cursor=following)
-    ids = [memory_id for memory_id, kind in kinds if kind not in ctx.settings.excluded_types]
+    ids = [m["id"] for m in page if m.get("type") not in ctx.settings.excluded_types]
     if not ids:
         return result
     present = store_call(ctx.services.vectors.existing)(ids)

@@ -438,6 +438,31 @@ def test_graph_walk_is_keyset_paged_and_sees_every_memory_once(scratch_graph):
     assert not any(op.startswith("Filter") for op in plan), plan  # no filter after the scan
 
 
+def test_a_page_of_named_fields_holds_only_those_and_relevance_is_written_in_parts(scratch_graph):
+    from pipeline.maintenance import graph_ops
+
+    raw, graph = scratch_graph
+    raw.query("UNWIND range(0, 9) AS i CREATE (:Memory {id: 'f-' + toString(i), content: 'long text', "
+              "importance: toFloat(i) / 10, type: CASE WHEN i = 3 THEN 'MetaPattern' ELSE null END})")
+    page, cursor = graph_ops.page_fields(graph, None, 4, ("id", "type", "importance"))
+    assert cursor is not None and len(page) == 4
+    assert page[0] == {"id": "f-0", "importance": 0.0}  # no content; a property the node lacks is left out
+    assert page[3] == {"id": "f-3", "type": "MetaPattern", "importance": 0.3}
+    rest, done = graph_ops.page_fields(graph, cursor, 100, ("id", "type"))
+    assert done is None and rest == [{"id": f"f-{i}"} for i in range(4, 10)]
+    with pytest.raises(ValueError):
+        graph_ops.page_fields(graph, None, 4, ("id", "content} RETURN 1 //"))
+
+    scores = {f"f-{i}": i / 100 for i in range(10)}
+    writes = []
+    run_write = graph.run_write
+    graph.run_write = lambda query, params: (writes.append(len(params["rows"])), run_write(query, params))
+    graph_ops.set_relevance(graph, scores, "2026-12-07T00:00:00+00:00", rows_per_query=4)
+    assert writes == [4, 4, 2]
+    stored = dict(raw.query("MATCH (m:Memory) RETURN m.id, m.relevance_score").result_set)
+    assert stored == scores
+
+
 def test_delete_by_tag_counts_what_it_deleted_in_bounded_batches(scratch_graph):
     from pipeline.graph import TagFilter
     from pipeline.tag_delete import delete_by_tag

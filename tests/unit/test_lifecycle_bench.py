@@ -258,3 +258,15 @@ def test_the_store_probe_tables_each_rounds_plain_and_tag_scoped_recall():
            "tagged": {"p50_ms": 9.0, "p95_ms": 20.0, "max_ms": 25.0}, "load": 1.5}
     table = probe_recall_store.render({"memory_count": 1000, "healthy_s": 3.0, "rounds": [row, row]})
     assert table.count("| 12.0 / 30.5 / 41.0 | 9.0 / 20.0 / 25.0 | 1.5 |") == 2 and table.startswith("1000 memories, the enricher paused")
+
+
+def test_the_maintenance_probe_tables_recall_idle_and_during_the_run():
+    from ops.bench import probe_maintenance_recall as probe
+
+    assert probe.percentiles([float(n) for n in range(1, 101)]) == {"n": 100, "p50_ms": 50.0, "p95_ms": 95.0,
+                                                                    "p99_ms": 99.0, "max_ms": 100.0}
+    row = {"cycle": "sync", "commit": "abc1234", "status": "complete", "run_s": 20.5, "counts": {"vectors_checked": 9},
+           "idle": probe.percentiles([30.0, 40.0]), "during_run": probe.percentiles([50.0, 90.0])}
+    table = probe.render(row)
+    assert table.startswith("sync at abc1234 (complete in 20.5 s")
+    assert "| idle | 2 | 30.0 | 30.0 | 30.0 | 40.0 |" in table and "| during sync | 2 | 50.0 | 50.0 | 50.0 | 90.0 |" in table
