@@ -12,17 +12,21 @@ from typing import Any
 
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, Phase, RunContext, StepResult
-from pipeline.maintenance.decay import score_page
-from pipeline.maintenance.pages import graph_page
+from pipeline.maintenance.decay import DECAY_FIELDS, score_page
 from pipeline.maintenance.policy import ARCHIVE, DELETE, PROTECTED, ForgetPolicy
 from pipeline.records import iso
 from pipeline.resilience import store_call
 from pipeline.vectors import archived_payload
 
 
+# What the verdict reads of a memory (ForgetPolicy.verdict), beside what scoring reads.
+FORGET_FIELDS = DECAY_FIELDS + ("type", "archived")
+
+
 def forget_step(ctx: RunContext, cursor: Any) -> StepResult:
     graph = ctx.services.graph
-    memories, result = graph_page(ctx, cursor)
+    memories, following = store_call(graph_ops.page_fields)(graph, cursor, ctx.page_size, FORGET_FIELDS)
+    result = StepResult(cursor=following)
     if not memories:
         return result
     policy = ForgetPolicy.from_settings(ctx.settings)

@@ -115,6 +115,11 @@ def test_decay_and_forget_known_answers(serving_stack):
         wait_until(lambda: api.get(f"/memory/{ids['faded']}").status_code == 404, message="faded deleted")
         fading = api.get(f"/memory/{ids['fading']}").json()
         assert fading["memory"].get("archived") is True, fading
+        # Forget reads the fields it judges by (type, archived among them), not whole memories:
+        # an archived memory is not archived again, and the protected ones stay protected.
+        again = consolidate(api, "forget", dry_run=True)
+        assert again["counts"]["examined"] == 5 and again["counts"]["protected"] == 4, again
+        assert "archived" not in again["counts"] and "deleted" not in again["counts"], again
         settle(api, 5)  # the deleted memory's vector is gone too
         for name in ("important", "decision", "young", "fresh"):
             assert api.get(f"/memory/{ids[name]}").status_code == 200
@@ -122,7 +127,7 @@ def test_decay_and_forget_known_answers(serving_stack):
                    message="archived memory out of recall")
         status = api.get("/consolidate/status").json()
         assert {"decay", "cluster", "creative", "sync"} <= set(status["next_runs"])
-        assert [h["kind"] for h in status["history"][:4]] == ["forget", "decay", "decay", "forget"]
+        assert [h["kind"] for h in status["history"][:5]] == ["forget", "forget", "decay", "decay", "forget"]
         assert all(h["duration_s"] >= 0 for h in status["history"])
 
 
