@@ -66,6 +66,11 @@ CHANGES_FILE = "mempipe_changes.json"
 # measurements are in docs/benchmarks-log.md, issue 21, session 37).
 SEARCH_BATCH_SCAN_POINTS = 250_000
 SEARCH_BATCH_MAX = 64
+# A search of a built segment's HNSW graph (with the codes' rescoring) costs about what a scan
+# of this many unindexed points does: the scan bound above counts it, so that a batch over a
+# built shard with few unindexed points is not 64 graph walks in one call, which the
+# catch-up's recalls waited for (the measurements: docs/benchmarks-log.md, issue 21, session 50).
+SEARCH_GRAPH_SCAN_POINTS = 20_000
 # Points per ``update`` call of an upsert: each call holds the GIL (with building its points,
 # ~60 us a point), and the process's foreground requests get their turn between calls
 # (``give_way``, pipeline.foreground): 128 points hold it ~5-10 ms.
@@ -397,10 +402,13 @@ class EdgeVectorStore:
         moved out of its indexed segment, so the points changed since the last build (and those
         a child's build in flight indexes, until its swap) count as unindexed as well: after the
         swap of a 1M build, the 160k points enriched during it were taken for indexed and
-        scanned by SIMILAR_TO 64 queries a call, each call holding the web's GIL for the whole scan."""
+        scanned by SIMILAR_TO 64 queries a call, each call holding the web's GIL for the whole scan.
+        A walk of the graph counts as ``SEARCH_GRAPH_SCAN_POINTS`` scanned (none on a codes-only
+        build, which has no graph)."""
         info = self._read(lambda: self._shard.info())
         unindexed = max(1, int(info.points_count) - int(info.indexed_vectors_count), self._unindexed_changes())
-        return max(1, min(SEARCH_BATCH_MAX, SEARCH_BATCH_SCAN_POINTS // unindexed))
+        graph = SEARCH_GRAPH_SCAN_POINTS if int(info.indexed_vectors_count) and not self._codes_only else 0
+        return max(1, min(SEARCH_BATCH_MAX, SEARCH_BATCH_SCAN_POINTS // (unindexed + graph)))
 
     def text_search(self, text: str, scope: Scope, limit: int) -> list[VectorHit] | None:
         """The ``limit`` best BM25 matches of ``text`` in scope, with payloads and vectors.

@@ -392,15 +392,20 @@ def test_points_updated_after_a_build_count_as_unindexed_when_searches_are_batch
     from pipeline.vectors import edge
 
     monkeypatch.setattr(edge, "SEARCH_BATCH_SCAN_POINTS", 10_000)
+    monkeypatch.setattr(edge, "SEARCH_GRAPH_SCAN_POINTS", 0)
     store = EdgeVectorStore(str(tmp_path / "shard"), DIMS, optimize_min_changes=1)
     store.ensure_collection()
     for start in range(0, COUNT, 1000):
         store.upsert([memory(i) for i in range(start, start + 1000)])
+    assert store._search_batch_size() == 10_000 // COUNT  # all scanned, and no graph to walk
     store.maintain()  # built here: no child configured
     assert store.indexed_points() == COUNT and store._search_batch_size() == edge.SEARCH_BATCH_MAX
     store.set_payloads({f"m{i}": {"importance": 0.9} for i in range(2000)})
     assert store.indexed_points() == COUNT  # the moved points still counted as indexed
     assert store._search_batch_size() == 10_000 // 2000
+    # A walk of the graph counts as points scanned, so a built shard's batch is cut too.
+    monkeypatch.setattr(edge, "SEARCH_GRAPH_SCAN_POINTS", 500)
+    assert store._search_batch_size() == 10_000 // (2000 + 500)
     store.close()
 
 
@@ -409,6 +414,7 @@ def test_changes_a_child_is_building_count_as_unindexed_until_its_swap(tmp_path,
     from pipeline.vectors import edge
 
     monkeypatch.setattr(edge, "SEARCH_BATCH_SCAN_POINTS", 10_000)
+    monkeypatch.setattr(edge, "SEARCH_GRAPH_SCAN_POINTS", 0)
     store = filled_store(str(tmp_path / "shard"))
     store.maintain()
     wait_until(lambda: store._build.poll() is not None, BUILD_WAIT_S, 0.05, "the build child to exit")
@@ -431,6 +437,8 @@ def test_below_the_plain_size_a_codes_only_build_then_the_graph_past_it(tmp_path
     """Under EDGE_PLAIN_MAX_POINTS a build writes int8 codes and no HNSW graph (``m=0``), in a
     child, once ``codes_build_min_changes`` points changed; searches then rescore on float32.
     Past the plain size the next build gives those segments their graph, however few changed."""
+    from pipeline.vectors import edge
+
     path = str(tmp_path / "shard")
     store = EdgeVectorStore(path, DIMS, optimize_min_changes=1, plain_max_points=COUNT + 500,
                             child_build=ChildBuildOptions(nice=5, retry_s=0.5), codes_build_min_changes=COUNT)
@@ -448,6 +456,9 @@ def test_below_the_plain_size_a_codes_only_build_then_the_graph_past_it(tmp_path
     assert all(all(edge_segments.payload_indexes_on_disk(d).values()) for d, _ in edge_segments.built(path))
     assert store.indexed_points() == COUNT and saved_codes_only(path)
     assert not store.build_due() and store.build_pending() == 0
+    # no graph to walk, so no walk's cost in a batch's size (the codes count as indexed)
+    assert edge.SEARCH_BATCH_SCAN_POINTS // edge.SEARCH_GRAPH_SCAN_POINTS < edge.SEARCH_BATCH_MAX
+    assert store._search_batch_size() == edge.SEARCH_BATCH_MAX
     for i in (3, 4321):
         hit = store.search(VectorQuery(VECTORS[i].tolist(), 1))[0]
         assert hit.memory_id == f"m{i}" and hit.score == pytest.approx(1.0, abs=1e-5)  # rescored on float32
