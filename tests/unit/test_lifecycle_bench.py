@@ -270,3 +270,18 @@ def test_the_maintenance_probe_tables_recall_idle_and_during_the_run():
     table = probe.render(row)
     assert table.startswith("sync at abc1234 (complete in 20.5 s")
     assert "| idle | 2 | 30.0 | 30.0 | 30.0 | 40.0 |" in table and "| during sync | 2 | 50.0 | 50.0 | 50.0 | 90.0 |" in table
+
+
+def test_the_catch_up_probe_tables_each_phase_and_kind():
+    from ops.bench import probe_catchup_recall as probe
+
+    row = {"memories": 10_000, "stored_before": 103_000, "commit": "abc1234", "settings": {}, "recallable_s": 80.2,
+           "catch_up_s": 61.5, "probes": {
+               "catch-up": {"recall": {"count": 600, "p50_ms": 40.0, "p99_ms": 150.0, "max_ms": 300.0, "over_500_ms": 0, "errors": 0},
+                            "health": {"count": 60, "p50_ms": 5.0, "p99_ms": 20.0, "max_ms": 25.0, "over_500_ms": 0, "errors": 0}},
+               "idle": {"recall": {"count": 100, "p50_ms": 30.0, "p99_ms": 50.0, "max_ms": 60.0, "over_500_ms": 0, "errors": 1}}}}
+    table = probe.render(row)
+    assert table.startswith("10,000 new memories into 103,000 at abc1234")
+    assert "recallable in 80.2 s, catch-up 61.5 s" in table.splitlines()[0]
+    assert "| catch-up | recall | 600 | 40.0 | 150.0 | 300.0 | 0 | 0 |" in table
+    assert "| catch-up | health | 60 | 5.0 | 20.0 | 25.0 | 0 | 0 |" in table and "| idle | recall | 100 |" in table
