@@ -67,9 +67,10 @@ CHANGES_FILE = "mempipe_changes.json"
 SEARCH_BATCH_SCAN_POINTS = 250_000
 SEARCH_BATCH_MAX = 64
 # A search of a built segment's HNSW graph (with the codes' rescoring) costs about what a scan
-# of this many unindexed points does: the scan bound above counts it, so that a batch over a
-# built shard with few unindexed points is not 64 graph walks in one call, which the
-# catch-up's recalls waited for (the measurements: docs/benchmarks-log.md, issue 21, session 50).
+# of this many unindexed points does (an estimate from two timings): the scan bound above
+# counts it, so that a batch over a built shard with few unindexed points is not 64 graph
+# walks in one call, which a recall arriving meanwhile waits for (docs/benchmarks-log.md,
+# issue 21, session 50).
 SEARCH_GRAPH_SCAN_POINTS = 20_000
 # Points per ``update`` call of an upsert: each call holds the GIL (with building its points,
 # ~60 us a point), and the process's foreground requests get their turn between calls
