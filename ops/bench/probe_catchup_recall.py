@@ -17,17 +17,15 @@ earlier commit) to compare two versions on one store. Prints a table, appends a 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ops.bench.embedded import ROOT, EmbeddedService
 from ops.bench.lifecycle import (Prober, QueueDrain, background_done, health, questions, real_bodies, send_batches,
                                  wait_for, write_path_done)
-from ops.bench.probe_maintenance_recall import commit_of
+from ops.bench.probe_maintenance_recall import append_row
 from ops.bench.real import DATA, conversation_turns, slack_texts
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -99,10 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.set)
     row = measure(args.store, args.memories, args.root, overrides, args.timeout)
-    row.update(commit=commit_of(args.root), settings=overrides, date=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    rows = json.loads(args.out.read_text()) if args.out.exists() else []
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps([*rows, row], indent=2) + "\n")
+    append_row(args.out, row, args.root, overrides)
     print(render(row))
     print(f"wrote {args.out}")
     return 0

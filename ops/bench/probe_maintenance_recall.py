@@ -98,6 +98,15 @@ def commit_of(root: Path) -> str:
     return done.stdout.strip()
 
 
+def append_row(out: Path, row: dict, root: Path, overrides: dict[str, str]) -> None:
+    """Stamp ``row`` with the checkout's commit, the settings and the date, and add it to the
+    JSON list in ``out`` (the probes on a kept store keep every run, old and new side by side)."""
+    row.update(commit=commit_of(root), settings=overrides, date=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    rows = json.loads(out.read_text()) if out.exists() else []
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps([*rows, row], indent=2) + "\n")
+
+
 def render(row: dict) -> str:
     idle, during = row["idle"], row["during_run"]
     return "\n".join([
@@ -119,10 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.set)
     row = measure(args.store, args.cycle, args.root, overrides, args.idle)
-    row.update(commit=commit_of(args.root), settings=overrides, date=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    rows = json.loads(args.out.read_text()) if args.out.exists() else []
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps([*rows, row], indent=2) + "\n")
+    append_row(args.out, row, args.root, overrides)
     print(render(row))
     print(f"wrote {args.out}")
     return 0
