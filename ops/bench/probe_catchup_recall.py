@@ -1,17 +1,21 @@
 """Recall while enrichment and SIMILAR_TO catch up after an import into a kept store: the
 lifecycle's catch-up phase, in minutes instead of the hour a 100k lifecycle takes.
 
-    python -m ops.bench.probe_catchup_recall --store /tmp/life_keep [--memories 10000] [--root <worktree>] [--set NAME=VALUE]
+    python -m ops.bench.probe_catchup_recall --store /tmp/life_keep [--memories 10000] [--probe-import]
+        [--root <worktree>] [--set NAME=VALUE]
 
 Starts ``make run``'s launcher (the local model and the shipped settings unless ``--set``) on
 a copy of a store a benchmark kept (``ops.bench.lifecycle --keep DIR``), with no scheduled
-sync (as in the lifecycle's phases; ``--set SYNC_INTERVAL_SECONDS=3600`` for one), waits for the backlog
-it was stopped with to drain, then sends ``--memories`` new real texts (the lifecycle's Slack
-texts and conversation turns) through ``POST /memory/batch``, unprobed, and once they are
-recallable recalls every 100 ms and reads ``/health`` every second (the lifecycle's prober)
-until every queue is empty. ``--root`` runs another checkout's launcher (a git worktree of an
-earlier commit) to compare two versions on one store. Prints a table, appends a row to
-``ops/bench/results/probe_catchup_recall.json``. Tooling, not product.
+sync (as in the lifecycle's phases; ``--set SYNC_INTERVAL_SECONDS=3600`` for one), waits for
+the backlog it was stopped with to drain, then sends ``--memories`` new real texts (the
+lifecycle's Slack texts and conversation turns) through ``POST /memory/batch``. Once they are
+recallable it recalls every 100 ms and reads ``/health`` every second (the lifecycle's prober)
+until every queue is empty, then until no maintenance run holds a lock (a scheduled run held
+back while the pipeline was busy goes on then), then 10 s idle. ``--probe-import`` probes
+during the import too (the lifecycle's import under recall). ``--root`` runs another
+checkout's launcher (a git worktree of an earlier commit) to compare two versions on one
+store. Prints a table, appends a row to ``ops/bench/results/probe_catchup_recall.json``.
+Tooling, not product.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ import argparse
 import shutil
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
+
+import httpx
 
 from ops.bench.embedded import ROOT, EmbeddedService
 from ops.bench.lifecycle import (Prober, QueueDrain, background_done, health, questions, real_bodies, send_batches,
@@ -40,7 +47,31 @@ def texts_for(count: int) -> list[str]:
     return texts + [t["content"] for t in conversation_turns(max(0, count - len(texts)) + 1000)]
 
 
-def measure(store: Path, memories: int, root: Path, overrides: dict[str, str], timeout: float) -> dict:
+def consolidate_status(service: EmbeddedService) -> dict:
+    return httpx.get(f"{service.url}/consolidate/status", headers=service.headers, timeout=30).json()
+
+
+def wait_until_settled(service: EmbeddedService, timeout: float) -> float:
+    """Seconds until no maintenance run holds a lock (at once for a version that does not list them)."""
+    started = time.monotonic()
+    while consolidate_status(service).get("in_progress"):
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(f"maintenance runs still in progress after {timeout} s")
+        time.sleep(1.0)
+    return round(time.monotonic() - started, 1)
+
+
+def maintenance_runs(service: EmbeddedService, since_epoch: float) -> list[dict]:
+    """The maintenance runs of this start, finished or holding a lock: what ran beside the probes, and when."""
+    status = consolidate_status(service)
+    runs = status.get("in_progress", []) + status["history"]
+    since = datetime.fromtimestamp(since_epoch, timezone.utc).isoformat()
+    keep = ("kind", "trigger", "status", "started_at", "finished_at", "duration_s", "held_s")
+    return [{k: r[k] for k in keep if k in r} for r in runs if r.get("started_at", "") >= since]
+
+
+def measure(store: Path, memories: int, root: Path, overrides: dict[str, str], timeout: float,
+            probe_import: bool = False) -> dict:
     copy = Path(tempfile.mkdtemp(prefix="mempipe-catchup-recall-")) / "store"
     shutil.copytree(store, copy, symlinks=True)  # the Edge shard is a link to its generation
     service = EmbeddedService(env_overrides={**QUIET, **overrides}, data_dir=copy, root=root)
@@ -48,41 +79,55 @@ def measure(store: Path, memories: int, root: Path, overrides: dict[str, str], t
     bodies = real_bodies(texts_for(memories), 10_000_000 + memories, start=10_000_000)
     prober = None
     try:
+        launched = time.time()
         service.start(timeout=600)
         before = health(service)
         settled = wait_for(service, background_done, timeout, "the kept backlog")
         stored = int(health(service).get("vector_count") or 0)
+        prober = Prober(service, questions())
+        if probe_import:
+            prober.phase = "import"
+            prober.start()
         started = time.monotonic()
         send_batches(service, bodies)
         wait_for(service, write_path_done(stored + memories), timeout, "the import recallable")
         recallable_s = round(time.monotonic() - started, 1)
-        prober = Prober(service, questions())
         prober.phase = "catch-up"
-        prober.start()
+        if not probe_import:
+            prober.start()
         drain = QueueDrain()
         catch_up_s = wait_for(service, background_done, timeout, "the catch-up", watch=drain)
+        # A scheduled run held back while the pipeline was busy runs now: probed as its own phase.
+        prober.phase = "maintenance"
+        maintenance_s = wait_until_settled(service, timeout)
         prober.phase = "idle"
         time.sleep(10)
         prober.stop()
         probes = prober.summary()
+        maintenance = maintenance_runs(service, launched)
         prober = None
     finally:
-        if prober:
+        if prober and prober.is_alive():
             prober.stop()
         service.stop(remove=False)
         shutil.rmtree(copy.parent, ignore_errors=True)
-    return {"memories": memories, "stored_before": stored, "kept_backlog": before.get("queues"), "kept_backlog_s": settled,
-            "recallable_s": recallable_s, "catch_up_s": catch_up_s, "queues": drain.report(), "probes": probes}
+    return {"memories": memories, "probe_import": probe_import, "stored_before": stored, "kept_backlog": before.get("queues"), "kept_backlog_s": settled,
+            "recallable_s": recallable_s, "catch_up_s": catch_up_s, "maintenance_s": maintenance_s, "queues": drain.report(), "probes": probes,
+            "maintenance": maintenance}
 
 
 def render(row: dict) -> str:
     lines = [f"{row['memories']:,} new memories into {row['stored_before']:,} at {row['commit']} {row['settings'] or ''}: "
-             f"recallable in {row['recallable_s']} s, catch-up {row['catch_up_s']} s",
+             f"recallable in {row['recallable_s']} s, catch-up {row['catch_up_s']} s"
+             + (f", maintenance after it {row['maintenance_s']} s" if row.get("maintenance_s") else ""),
              "| phase | kind | n | p50 | p99 | max ms | over 500 | errors |", "|---|---|---|---|---|---|---|---|"]
     for phase, kinds in row["probes"].items():
         for kind, p in kinds.items():
             lines.append(f"| {phase} | {kind} | {p['count']} | {p['p50_ms']} | {p['p99_ms']} | {p['max_ms']} | "
                          f"{p['over_500_ms']} | {p['errors']} |")
+    for run in row.get("maintenance", []):
+        lines.append(f"maintenance: {run['kind']} ({run['trigger']}) {run['status']} at {run['started_at'][11:19]}, "
+                     f"{run.get('duration_s', '–')} s, held {run.get('held_s', 0)} s")
     return "\n".join(lines)
 
 
@@ -92,11 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=10_000, help="new memories sent through the batch API")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose launcher runs")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="the launcher's environment")
+    parser.add_argument("--probe-import", action="store_true",
+                        help="probe during the import too (the lifecycle's import under recall), not only after it")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed for each wait")
     parser.add_argument("--out", type=Path, default=RESULTS / "probe_catchup_recall.json")
     args = parser.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.set)
-    row = measure(args.store, args.memories, args.root, overrides, args.timeout)
+    row = measure(args.store, args.memories, args.root, overrides, args.timeout, args.probe_import)
     append_row(args.out, row, args.root, overrides)
     print(render(row))
     print(f"wrote {args.out}")

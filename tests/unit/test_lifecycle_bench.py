@@ -285,3 +285,7 @@ def test_the_catch_up_probe_tables_each_phase_and_kind():
     assert "recallable in 80.2 s, catch-up 61.5 s" in table.splitlines()[0]
     assert "| catch-up | recall | 600 | 40.0 | 150.0 | 300.0 | 0 | 0 |" in table
     assert "| catch-up | health | 60 | 5.0 | 20.0 | 25.0 | 0 | 0 |" in table and "| idle | recall | 100 |" in table
+    assert "maintenance:" not in table
+    row["maintenance"] = [{"kind": "sync", "trigger": "clock", "status": "complete", "started_at": "2026-12-07T14:30:05.1+00:00",
+                           "duration_s": 212.4, "held_s": 150.0}]
+    assert "maintenance: sync (clock) complete at 14:30:05, 212.4 s, held 150.0 s" in probe.render(row)
