@@ -38,6 +38,8 @@ class MaintenanceLauncher:
         # goes must not pile up runs (each would walk the whole store), dry or not.
         for kind in kinds:
             if holder := self.runs.holder(kind, dry_run):
+                # A scheduled run held back for a busy pipeline goes on now: it is what was asked for.
+                self.runs.release_hold(holder)
                 raise Conflict(f"a {'dry ' if dry_run else ''}{kind} run is already in progress "
                                f"(run {holder}, GET /consolidate/runs/{holder}); retry when it has finished")
         ids = {}

@@ -15,8 +15,11 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from pipeline.broker import write_path_busy
+from pipeline.broker import held_messages_key, write_path_busy
+from pipeline.stages import ENRICH_QUEUE, SIMILARITY_QUEUE
 from pipeline.stopping import pause
+
+_BACKGROUND_MESSAGES = tuple(held_messages_key(queue) for queue in (ENRICH_QUEUE, SIMILARITY_QUEUE))
 
 
 def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, sleep: Callable[[float], None] | None = None,
@@ -54,3 +57,15 @@ def wait_for_quiet_writes(svc, also_wait: Callable[[], bool] = lambda: False) ->
     # A stopping worker does not sit out the wait: the message goes back to its queue (pipeline.stopping).
     return yield_to_writes(svc.tracker.inflight_count, s.similar_to_defer_backlog, s.similar_to_defer_max_s,
                            sleep=pause, arriving=lambda: active() or also_wait())
+
+
+def pipeline_busy(svc) -> bool:
+    """Writes arriving or not yet recallable, or enrichment or SIMILAR_TO messages held: what a
+    scheduled maintenance run waits out (``pipeline.actors.consolidate``). Counted by memories
+    and by the background queues, not by the vector queue, which holds maintenance's own steps."""
+    if svc.tracker.writes_arriving() or svc.tracker.inflight_count() > 0:
+        return True
+    pipe = svc.broker_redis.pipeline(transaction=False)
+    for key in _BACKGROUND_MESSAGES:
+        pipe.hlen(key)
+    return any(pipe.execute())

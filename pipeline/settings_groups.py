@@ -406,6 +406,7 @@ class BackgroundTuning(SettingsGroup):
     similar_to_defer_backlog: int = Field(1000, ge=0, description="While more memories than this are accepted but not yet recallable, enrichment and SIMILAR_TO linking wait (the write path gets the CPU; 0 = never wait).")
     similar_to_defer_quiet_ms: int = Field(250, ge=0, le=60_000, description="Enrichment and SIMILAR_TO linking also wait until no write has been queued for this long, so a stream of single writes keeps the CPU (0 = only the backlog bound applies).")
     similar_to_defer_max_s: float = Field(300.0, ge=0, le=540, description="Longest one enrichment or SIMILAR_TO message waits for the write path before it runs anyway.")
+    maintenance_hold_max_s: float = Field(1800.0, ge=0, le=6 * 3600, description="Longest a scheduled (clock) maintenance run is held back, counted from its start, while writes are arriving or not yet recallable or enrichment and SIMILAR_TO have queued work: those get the cores and the vector store first, and the cycle takes what is left; after this its steps run beside them. Runs started on request (POST /consolidate, /admin/sync) are never held (0 = never hold).")
     maintenance_page_size: int = Field(500, ge=10, le=10_000, description="Memories one maintenance step handles; bounds memory and how long a step holds the vector queue.")
 
 

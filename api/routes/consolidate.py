@@ -15,7 +15,7 @@ from api.deps import get_services
 from api.maintenance import launcher
 from api.responses import ORJSONResponse
 from pipeline.errors import NotFound
-from pipeline.maintenance.cycles import CONSOLIDATION_MODES
+from pipeline.maintenance.cycles import CONSOLIDATION_MODES, registry
 from pipeline.maintenance.schedule import cycle_intervals, last_runs
 from pipeline.services import Services
 
@@ -95,6 +95,7 @@ def consolidate_status(request: Request, services: Annotated[Services, Depends(g
             "next_runs": next_runs,
             "intervals_seconds": cycle_intervals(settings),
             "last_scheduled": {kind: _iso(at) for kind, at in last.items()},
+            "in_progress": maintenance.runs.in_progress(list(registry())),
             "history": maintenance.runs.history(),
         }
     )

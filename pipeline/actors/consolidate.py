@@ -4,13 +4,21 @@ A run is a chain of step messages (see pipeline.maintenance.cycles): graph steps
 ``maintenance`` queue, vector steps on the ``vectors`` queue (the Edge shard's owner), one
 page each. Each step sends the next, so nothing holds a whole store in memory and a
 redelivered step redoes one page — idempotently — rather than the run.
+
+A scheduled run's step is held back while the pipeline is busy (``hold_back``): it is sent
+again after ``HOLD_POLL_S`` instead of running, up to ``MAINTENANCE_HOLD_MAX_S`` from the run's
+start, or until a request for the same cycle releases it (``api.maintenance``). Held this way,
+not by sleeping in the actor, it keeps no consumer thread: a vector step waiting in the web
+would stand between the write path's vector messages and the shard.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pipeline.actor_context import services
+from pipeline.background import pipeline_busy
 from pipeline.maintenance.cycles import VECTORS, RunContext, registry
 from pipeline.maintenance.migrate import abandon
 from pipeline.maintenance.runs import COMPLETE, FAILED, FINISHED, REFUSED, SKIPPED, Run, RunStore, new_run_id, run_store
@@ -49,12 +57,27 @@ def _dispatch(runs: RunStore, run: Run, phase: int, seq: int, cursor: Any, delay
     actor.send_with_options(args=(run.id, phase, seq, cursor), on_retry_exhausted=mark_run_failed.actor_name, **options)
 
 
+HOLD_POLL_S = 5.0  # how often a held step looks at the pipeline again
+
+
+def hold_back(svc: Services, run: Run, now: float) -> bool:
+    """Should this step of ``run`` wait for the pipeline? Only a scheduled run's, only while
+    writes or background work are on their way, and only up to MAINTENANCE_HOLD_MAX_S from its start."""
+    bound = svc.settings.maintenance_hold_max_s
+    return (run.trigger == "clock" and not run.hold_released and bound > 0 and now - run.started_at < bound
+            and pipeline_busy(svc))
+
+
 def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
     svc = services()
     runs = run_store(svc)
     run = runs.get(run_id)
     if run is None or run.status in FINISHED:
         return  # a duplicate of a step whose run is already settled
+    if hold_back(svc, run, time.time()):
+        runs.add_held(run_id, HOLD_POLL_S)
+        _dispatch(runs, run, phase, seq, cursor, HOLD_POLL_S)
+        return
     result = registry()[run.kind][phase].step(RunContext(svc, runs, run, ActorOutbox(svc)), cursor)
     runs.record_step(run_id, phase, seq, result.counts, result.samples)
     if result.refused:

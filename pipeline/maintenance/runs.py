@@ -65,6 +65,7 @@ class Run:
     status: str
     started_at: float
     params: dict[str, Any]
+    hold_released: bool = False  # a request for the same cycle let this scheduled run go on at once
 
     @classmethod
     def from_hash(cls, run_id: str, data: dict[bytes, bytes]) -> "Run":
@@ -76,6 +77,7 @@ class Run:
             status=data.get(b"status", b"").decode(),
             started_at=float(data.get(b"started_at") or data.get(b"queued_at") or time.time()),
             params=orjson.loads(data.get(b"params") or b"{}"),
+            hold_released=data.get(b"hold_released") == b"1",
         )
 
 
@@ -153,6 +155,14 @@ class RunStore:
         self._redis.hset(key, f"{phase}:{seq}", orjson.dumps({"counts": counts, "samples": samples}))
         self._redis.expire(key, RUN_RECORD_TTL_SECONDS)
 
+    def add_held(self, run_id: str, seconds: float) -> None:
+        """Count time a scheduled run's step was held back for the pipeline (``held_s`` in its view)."""
+        self._redis.hincrbyfloat(run_key(run_id), "held_s", seconds)
+
+    def release_hold(self, run_id: str) -> None:
+        """Let a held scheduled run go on at once (someone asked for the same cycle)."""
+        self._redis.hset(run_key(run_id), "hold_released", 1)
+
     def finish(self, run: Run, status: str = COMPLETE, reason: str | None = None) -> dict[str, Any]:
         """Sum the steps into the run's result, release the lock, add it to the history (once)."""
         key = run_key(run.id)
@@ -214,6 +224,8 @@ class RunStore:
                 view[name] = _iso(float(text[name]))
         if "duration_s" in text:
             view["duration_s"] = float(text["duration_s"])
+        if "held_s" in text:
+            view["held_s"] = round(float(text["held_s"]), 1)
         if "reason" in text:
             view["reason"] = text["reason"]
         if "result" in text:
@@ -221,6 +233,11 @@ class RunStore:
         if params := orjson.loads(text.get("params") or "{}"):
             view["params"] = params
         return view
+
+    def in_progress(self, kinds: list[str]) -> list[dict[str, Any]]:
+        """The runs holding a cycle's lock now, dry or not (a held scheduled run shows its ``held_s``)."""
+        holders = [self.holder(kind, dry_run) for kind in kinds for dry_run in (False, True)]
+        return [v for v in (self.view(i) for i in holders if i) if v is not None]
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         ids = [i.decode() for i in self._redis.lrange(HISTORY_KEY, 0, (limit or self._history_size) - 1)]

@@ -355,6 +355,62 @@ def test_two_clocks_run_each_cycle_once_per_interval(serving_stack):
     assert set(client.hgetall("mempipe:clock:last_run")) == {b"sync", b"decay"}  # last runs survive restarts
 
 
+def test_a_scheduled_run_waits_for_owed_writes_and_a_request_lets_it_go_on(serving_stack):
+    from pipeline.actors.consolidate import HOLD_POLL_S
+    from pipeline.maintenance.runs import run_key
+    from pipeline.tracking import INFLIGHT_KEY
+
+    stack = serving_stack(SYNC_INTERVAL_SECONDS="3600", CONSOLIDATION_DECAY_INTERVAL_SECONDS="0",
+                          CONSOLIDATION_CREATIVE_INTERVAL_SECONDS="0", CONSOLIDATION_CLUSTER_INTERVAL_SECONDS="0",
+                          CLOCK_TICK_SECONDS="0.2")
+    stack.start_enrich_worker()  # as the launcher runs one: enrichment's queue drains, and the hold ends
+    import subprocess
+    import sys
+
+    from ops.bench.stack import ROOT
+
+    broker = redis.Redis.from_url(stack.redis_url)
+    with stack.client() as api:
+        for i in range(3):
+            store(api, f"held note {i}", tags=["held"])
+        settle(api, 3)
+
+        def held_sync() -> dict | None:
+            running = [r for r in api.get("/consolidate/status").json()["in_progress"] if r["kind"] == "sync"]
+            return running[0] if running and running[0].get("held_s", 0) >= 2 * HOLD_POLL_S else None
+
+        def finished(run_id: str) -> dict | None:
+            run = api.get(f"/consolidate/runs/{run_id}").json()["run"]
+            return run if run["status"] == "complete" else None
+
+        broker.sadd(INFLIGHT_KEY, "a-write-not-yet-recallable")
+        clock = subprocess.Popen([sys.executable, "-m", "ops.clock"], cwd=ROOT, env=stack.env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            # Held while a write is owed: running, holding the lock, and not one page walked.
+            held = wait_until(held_sync, timeout=60 + 4 * HOLD_POLL_S, message="a scheduled sync held back")
+            assert held["trigger"] == "clock" and held["status"] == "running"
+            assert broker.hlen(run_key(held["run_id"]) + ":steps") == 0
+            broker.srem(INFLIGHT_KEY, "a-write-not-yet-recallable")  # the write path has caught up
+            done = wait_until(lambda: finished(held["run_id"]), timeout=60, message="the held sync run once idle")
+            assert done["held_s"] >= 2 * HOLD_POLL_S and done["counts"]["vectors_checked"] == 3
+
+            # Scheduled again while a write is owed; a request for a sync lets it go on at once.
+            broker.sadd(INFLIGHT_KEY, "a-write-not-yet-recallable")
+            broker.hdel("mempipe:clock:last_run", "sync")
+            again = wait_until(lambda: (r := held_sync()) and r["run_id"] != held["run_id"] and r,
+                               timeout=60 + 4 * HOLD_POLL_S, message="a second scheduled sync held back")
+            response = api.post("/admin/sync", headers=ADMIN, json={})
+            assert response.status_code == 409 and again["run_id"] in response.text, response.text
+            released = wait_until(lambda: finished(again["run_id"]), timeout=60, message="the released sync run")
+            assert broker.sismember(INFLIGHT_KEY, "a-write-not-yet-recallable")  # it ran with the write still owed
+            assert released["trigger"] == "clock" and released["counts"]["vectors_checked"] == 3
+        finally:
+            clock.terminate()
+            clock.wait(10)
+            broker.srem(INFLIGHT_KEY, "a-write-not-yet-recallable")
+
+
 def test_by_tag_routes_and_dead_letter_admin(serving_stack):
     stack = serving_stack(ACTOR_MAX_RETRIES="0")
     with stack.client() as api:
