@@ -12,7 +12,10 @@ lifecycle's Slack texts and conversation turns) through ``POST /memory/batch``. 
 recallable it recalls every 100 ms and reads ``/health`` every second (the lifecycle's prober)
 until every queue is empty, then until no maintenance run holds a lock (a scheduled run held
 back while the pipeline was busy goes on then), then 10 s idle. ``--probe-import`` probes
-during the import too (the lifecycle's import under recall). ``--root`` runs another
+during the import too (the lifecycle's import under recall); ``--import-at-once`` starts the
+import as soon as the service is healthy, beside the kept backlog and whatever maintenance the
+start queued (a store started again after a week: ``--set`` the cycles' intervals short to
+make them all due). ``--root`` runs another
 checkout's launcher (a git worktree of an earlier commit) to compare two versions on one
 store. Prints a table, appends a row to ``ops/bench/results/probe_catchup_recall.json``.
 Tooling, not product.
@@ -71,7 +74,7 @@ def maintenance_runs(service: EmbeddedService, since_epoch: float) -> list[dict]
 
 
 def measure(store: Path, memories: int, root: Path, overrides: dict[str, str], timeout: float,
-            probe_import: bool = False) -> dict:
+            probe_import: bool = False, import_at_once: bool = False) -> dict:
     copy = Path(tempfile.mkdtemp(prefix="mempipe-catchup-recall-")) / "store"
     shutil.copytree(store, copy, symlinks=True)  # the Edge shard is a link to its generation
     service = EmbeddedService(env_overrides={**QUIET, **overrides}, data_dir=copy, root=root)
@@ -82,7 +85,8 @@ def measure(store: Path, memories: int, root: Path, overrides: dict[str, str], t
         launched = time.time()
         service.start(timeout=600)
         before = health(service)
-        settled = wait_for(service, background_done, timeout, "the kept backlog")
+        # At once: as a user importing right after `make run`, beside what the start queued.
+        settled = 0.0 if import_at_once else wait_for(service, background_done, timeout, "the kept backlog")
         stored = int(health(service).get("vector_count") or 0)
         prober = Prober(service, questions())
         if probe_import:
@@ -111,7 +115,7 @@ def measure(store: Path, memories: int, root: Path, overrides: dict[str, str], t
             prober.stop()
         service.stop(remove=False)
         shutil.rmtree(copy.parent, ignore_errors=True)
-    return {"memories": memories, "probe_import": probe_import, "stored_before": stored, "kept_backlog": before.get("queues"), "kept_backlog_s": settled,
+    return {"memories": memories, "probe_import": probe_import, "import_at_once": import_at_once, "stored_before": stored, "kept_backlog": before.get("queues"), "kept_backlog_s": settled,
             "recallable_s": recallable_s, "catch_up_s": catch_up_s, "maintenance_s": maintenance_s, "queues": drain.report(), "probes": probes,
             "maintenance": maintenance}
 
@@ -139,11 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="the launcher's environment")
     parser.add_argument("--probe-import", action="store_true",
                         help="probe during the import too (the lifecycle's import under recall), not only after it")
+    parser.add_argument("--import-at-once", action="store_true",
+                        help="start the import as soon as the service is healthy, beside the backlog and the "
+                             "maintenance runs its start queued, instead of after them")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed for each wait")
     parser.add_argument("--out", type=Path, default=RESULTS / "probe_catchup_recall.json")
     args = parser.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.set)
-    row = measure(args.store, args.memories, args.root, overrides, args.timeout, args.probe_import)
+    row = measure(args.store, args.memories, args.root, overrides, args.timeout, args.probe_import, args.import_at_once)
     append_row(args.out, row, args.root, overrides)
     print(render(row))
     print(f"wrote {args.out}")
