@@ -28,6 +28,18 @@ from pipeline.vectors import INDEX_BUILD_FAILED, INDEX_BUILD_FINISHED, INDEX_BUI
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def copy_store(store: Path, dest: Path) -> None:
+    """Copy a kept store for a probe to start on, and wait until the copy is on disk.
+
+    Without the wait, the copy's dirty pages are still being written back when the service
+    starts, and its first fsync (the Edge shard's first flush, as an import's first vectors
+    arrive) waits for all of them while holding the web's GIL: a 500-830 ms recall that a user
+    restarting their own store never sees (docs/benchmarks-log.md, session 51).
+    """
+    shutil.copytree(store, dest, symlinks=True)  # the Edge shard is a link to its generation
+    os.sync()
+
+
 @dataclass
 class EmbeddedService:
     env_overrides: dict[str, str] = field(default_factory=dict)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import httpx
 
-from ops.bench.embedded import ROOT, EmbeddedService
+from ops.bench.embedded import ROOT, EmbeddedService, copy_store
 from ops.bench.lifecycle import (Prober, QueueDrain, background_done, health, questions, real_bodies, send_batches,
                                  wait_for, write_path_done)
 from ops.bench.probe_maintenance_recall import append_row
@@ -76,7 +76,7 @@ def maintenance_runs(service: EmbeddedService, since_epoch: float) -> list[dict]
 def measure(store: Path, memories: int, root: Path, overrides: dict[str, str], timeout: float,
             probe_import: bool = False, import_at_once: bool = False) -> dict:
     copy = Path(tempfile.mkdtemp(prefix="mempipe-catchup-recall-")) / "store"
-    shutil.copytree(store, copy, symlinks=True)  # the Edge shard is a link to its generation
+    copy_store(store, copy)
     service = EmbeddedService(env_overrides={**QUIET, **overrides}, data_dir=copy, root=root)
     # New memories: numbered past anything the kept store holds, so none is a duplicate.
     bodies = real_bodies(texts_for(memories), 10_000_000 + memories, start=10_000_000)

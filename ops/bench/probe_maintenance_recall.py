@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from ops.bench.embedded import ROOT, EmbeddedService
+from ops.bench.embedded import ROOT, EmbeddedService, copy_store
 from ops.bench.lifecycle import questions
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -51,7 +51,7 @@ def start_run(api: httpx.Client, cycle: str) -> str:
 
 def measure(store: Path, cycle: str, root: Path, overrides: dict[str, str], idle_count: int) -> dict:
     copy = Path(tempfile.mkdtemp(prefix="mempipe-maintenance-recall-")) / "store"
-    shutil.copytree(store, copy, symlinks=True)  # the Edge shard is a link to its generation
+    copy_store(store, copy)
     service = EmbeddedService(env_overrides={**QUIET, **overrides}, data_dir=copy, root=root)
     queries = questions(400)
     try:

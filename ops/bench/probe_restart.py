@@ -37,7 +37,7 @@ from pathlib import Path
 
 import httpx
 
-from ops.bench.embedded import EmbeddedService
+from ops.bench.embedded import EmbeddedService, copy_store
 from ops.bench.suite.procs import alive, descendants
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -164,7 +164,7 @@ def scratch_service(store: Path | None, overrides: dict[str, str]) -> EmbeddedSe
     data_dir = RUN_DIR
     shutil.rmtree(data_dir, ignore_errors=True)
     if store:
-        shutil.copytree(store, data_dir, symlinks=True)  # the Edge shard is a link to its generation
+        copy_store(store, data_dir)
     else:
         data_dir.mkdir()
         for log in data_dir.glob("*.log"):
