@@ -2,7 +2,7 @@
 lifecycle's catch-up phase, in minutes instead of the hour a 100k lifecycle takes.
 
     python -m ops.bench.probe_catchup_recall --store /tmp/life_keep [--memories 10000] [--probe-import]
-        [--root <worktree>] [--set NAME=VALUE]
+        [--import-at-once] [--root <worktree>] [--set NAME=VALUE]
 
 Starts ``make run``'s launcher (the local model and the shipped settings unless ``--set``) on
 a copy of a store a benchmark kept (``ops.bench.lifecycle --keep DIR``), with no scheduled
@@ -15,10 +15,9 @@ back while the pipeline was busy goes on then), then 10 s idle. ``--probe-import
 during the import too (the lifecycle's import under recall); ``--import-at-once`` starts the
 import as soon as the service is healthy, beside the kept backlog and whatever maintenance the
 start queued (a store started again after a week: ``--set`` the cycles' intervals short to
-make them all due). ``--root`` runs another
-checkout's launcher (a git worktree of an earlier commit) to compare two versions on one
-store. Prints a table, appends a row to ``ops/bench/results/probe_catchup_recall.json``.
-Tooling, not product.
+make them all due). ``--root`` runs another checkout's launcher (a git worktree of an earlier
+commit) to compare two versions on one store. Prints a table, appends a row to
+``ops/bench/results/probe_catchup_recall.json``. Tooling, not product.
 """
 
 from __future__ import annotations
@@ -115,9 +114,10 @@ def measure(store: Path, memories: int, root: Path, overrides: dict[str, str], t
             prober.stop()
         service.stop(remove=False)
         shutil.rmtree(copy.parent, ignore_errors=True)
-    return {"memories": memories, "probe_import": probe_import, "import_at_once": import_at_once, "stored_before": stored, "kept_backlog": before.get("queues"), "kept_backlog_s": settled,
-            "recallable_s": recallable_s, "catch_up_s": catch_up_s, "maintenance_s": maintenance_s, "queues": drain.report(), "probes": probes,
-            "maintenance": maintenance}
+    return {"memories": memories, "probe_import": probe_import, "import_at_once": import_at_once,
+            "stored_before": stored, "kept_backlog": before.get("queues"), "kept_backlog_s": settled,
+            "recallable_s": recallable_s, "catch_up_s": catch_up_s, "maintenance_s": maintenance_s,
+            "queues": drain.report(), "probes": probes, "maintenance": maintenance}
 
 
 def render(row: dict) -> str:
