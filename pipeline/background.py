@@ -15,11 +15,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from pipeline.broker import held_messages_key, write_path_busy
+from pipeline.broker import any_held, write_path_busy
 from pipeline.stages import ENRICH_QUEUE, SIMILARITY_QUEUE
 from pipeline.stopping import pause
-
-_BACKGROUND_MESSAGES = tuple(held_messages_key(queue) for queue in (ENRICH_QUEUE, SIMILARITY_QUEUE))
 
 
 def yield_to_writes(backlog: Callable[[], int], bound: int, max_wait_s: float, sleep: Callable[[float], None] | None = None,
@@ -63,9 +61,5 @@ def pipeline_busy(svc) -> bool:
     """Writes arriving or not yet recallable, or enrichment or SIMILAR_TO messages held: what a
     scheduled maintenance run waits out (``pipeline.actors.consolidate``). Counted by memories
     and by the background queues, not by the vector queue, which holds maintenance's own steps."""
-    if svc.tracker.writes_arriving() or svc.tracker.inflight_count() > 0:
-        return True
-    pipe = svc.broker_redis.pipeline(transaction=False)
-    for key in _BACKGROUND_MESSAGES:
-        pipe.hlen(key)
-    return any(pipe.execute())
+    return (svc.tracker.writes_arriving() or svc.tracker.inflight_count() > 0
+            or any_held(svc.broker_redis, (ENRICH_QUEUE, SIMILARITY_QUEUE)))

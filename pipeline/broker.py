@@ -35,15 +35,17 @@ def held_messages_key(queue: str) -> str:
     return f"{NAMESPACE}:{queue}.msgs"
 
 
-_WRITE_PATH_MESSAGES = tuple(held_messages_key(queue) for queue in sorted(HOT_QUEUES))
+def any_held(client, queues) -> bool:
+    """Does any of ``queues`` hold a message (waiting or being worked on)? One round trip."""
+    pipe = client.pipeline(transaction=False)
+    for queue in queues:
+        pipe.hlen(held_messages_key(queue))
+    return any(pipe.execute())
 
 
 def write_path_busy(client) -> bool:
     """Does any write-path queue (persist, embed, vectors) hold a message? One round trip."""
-    pipe = client.pipeline(transaction=False)
-    for key in _WRITE_PATH_MESSAGES:
-        pipe.hlen(key)
-    return any(pipe.execute())
+    return any_held(client, sorted(HOT_QUEUES))
 
 
 class MempipeBroker(RedisBroker):
