@@ -18,15 +18,19 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
 
 
-def queue_stats(services: Services) -> tuple[dict[str, int], int]:
-    """Messages waiting or in flight per queue, and dead-lettered messages in all."""
+def queue_stats(services: Services) -> tuple[dict[str, int], dict[str, int], int]:
+    """Per queue, messages waiting or in flight and messages delayed; dead-lettered messages in all.
+
+    A delayed message (a retry waiting out its backoff, a held maintenance step) sits in the
+    queue's delay queue, ``<q>.DQ``, until it is due: work still owed that the first count
+    does not show."""
     pipe = services.broker_redis.pipeline(transaction=False)
     for queue in ALL_QUEUES:
         pipe.hlen(held_messages_key(queue))
+        pipe.hlen(held_messages_key(f"{queue}.DQ"))
         pipe.zcard(f"{NAMESPACE}:{queue}.XQ")
     counts = pipe.execute()
-    depths = dict(zip(ALL_QUEUES, counts[0::2]))
-    return depths, sum(counts[1::2])
+    return dict(zip(ALL_QUEUES, counts[0::3])), dict(zip(ALL_QUEUES, counts[1::3])), sum(counts[2::3])
 
 
 def drift_summary(services: Services, memory_count: int | None, vector_count: int | None) -> dict[str, Any]:
@@ -100,7 +104,8 @@ def health(services: Annotated[Services, Depends(get_services)]):
         "memory_count": memory_count if graph_ok else None,
         "vector_count": vector_count if vectors_ok else None,
         "queues": queue_info[0] if broker_ok else None,
-        "dead_letter_count": queue_info[1] if broker_ok else None,
+        "delayed": queue_info[1] if broker_ok else None,
+        "dead_letter_count": queue_info[2] if broker_ok else None,
         # writes that exhausted their retries: not recallable, replayable from the dead-letter queue
         "failed_writes": _probe("failed writes", services.tracker.failed_count)[1] if broker_ok else None,
         "embedding": {
