@@ -5,9 +5,10 @@ A run is a chain of step messages (see pipeline.maintenance.cycles): graph steps
 page each. Each step sends the next, so nothing holds a whole store in memory and a
 redelivered step redoes one page — idempotently — rather than the run.
 
-A scheduled run's step is held back while the pipeline is busy (``hold_back``): it is sent
-again after ``HOLD_POLL_S`` instead of running, up to ``MAINTENANCE_HOLD_MAX_S`` from the run's
-start, or until a request for the same cycle releases it (``api.maintenance``). Held this way,
+A scheduled run's step is held back while the pipeline is busy, or while another cycle's run
+that started before it is still going (``hold_back``): it is sent again after ``HOLD_POLL_S``
+instead of running, up to ``MAINTENANCE_HOLD_MAX_S`` from the run's start, or until a request
+for the same cycle releases it (``api.maintenance``). Held this way,
 not by sleeping in the actor, it keeps no consumer thread: a vector step waiting in the web
 would stand between the write path's vector messages and the shard.
 """
@@ -61,11 +62,15 @@ HOLD_POLL_S = 5.0  # how often a held step looks at the pipeline again
 
 
 def hold_back(svc: Services, run: Run, now: float) -> bool:
-    """Should this step of ``run`` wait for the pipeline? Only a scheduled run's, only while
-    writes or background work are on their way, and only up to MAINTENANCE_HOLD_MAX_S from its start."""
+    """Should this step of ``run`` wait? Only a scheduled run's, only up to MAINTENANCE_HOLD_MAX_S
+    from its start, and only while writes or background work are on their way or a run that
+    started before it is going: the clock enqueues every overdue cycle at once, and side by side
+    on two cores they would take the cores from recall together; one after another, in the
+    order they started, they leave it one."""
     bound = svc.settings.maintenance_hold_max_s
-    return (run.trigger == "clock" and not run.hold_released and bound > 0 and now - run.started_at < bound
-            and pipeline_busy(svc))
+    if run.trigger != "clock" or run.hold_released or bound <= 0 or now - run.started_at >= bound:
+        return False
+    return pipeline_busy(svc) or bool(run_store(svc).started_before(run, list(registry())))
 
 
 def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:

@@ -234,6 +234,21 @@ class RunStore:
             view["params"] = params
         return view
 
+    def started_before(self, run: Run, kinds: list[str]) -> list[str]:
+        """The other runs holding a cycle's lock (dry or not) that started before ``run``; ties
+        go by run id, so of two runs each sees the other on one side only."""
+        locks = [lock_key(kind, dry_run) for kind in kinds for dry_run in (False, True)]
+        holders = {h.decode() for h in self._redis.mget(locks) if h is not None} - {run.id}
+        pipe = self._redis.pipeline(transaction=False)
+        for holder in sorted(holders):
+            pipe.hmget(run_key(holder), "started_at", "queued_at")
+        ahead = []
+        for holder, (started, queued) in zip(sorted(holders), pipe.execute()):
+            since = started or queued
+            if since is not None and (float(since), holder) < (run.started_at, run.id):
+                ahead.append(holder)
+        return ahead
+
     def in_progress(self, kinds: list[str]) -> list[dict[str, Any]]:
         """The runs holding a cycle's lock now, dry or not (a held scheduled run shows its ``held_s``)."""
         holders = [self.holder(kind, dry_run) for kind in kinds for dry_run in (False, True)]

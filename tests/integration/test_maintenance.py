@@ -391,6 +391,9 @@ def test_a_scheduled_run_waits_for_owed_writes_and_a_request_lets_it_go_on(servi
             held = wait_until(held_sync, timeout=60 + 4 * HOLD_POLL_S, message="a scheduled sync held back")
             assert held["trigger"] == "clock" and held["status"] == "running"
             assert broker.hlen(run_key(held["run_id"]) + ":steps") == 0
+            # The held step waits in a delay queue: /health shows it as delayed work.
+            wait_until(lambda: sum(api.get("/health").json()["delayed"].values()) >= 1, timeout=4 * HOLD_POLL_S,
+                       message="the held step counted under /health's delayed")
             broker.srem(INFLIGHT_KEY, "a-write-not-yet-recallable")  # the write path has caught up
             done = wait_until(lambda: finished(held["run_id"]), timeout=60, message="the held sync run once idle")
             assert done["held_s"] >= 2 * HOLD_POLL_S and done["counts"]["vectors_checked"] == 3
@@ -409,6 +412,41 @@ def test_a_scheduled_run_waits_for_owed_writes_and_a_request_lets_it_go_on(servi
             clock.terminate()
             clock.wait(10)
             broker.srem(INFLIGHT_KEY, "a-write-not-yet-recallable")
+
+
+def test_overdue_scheduled_cycles_run_one_after_another(serving_stack):
+    from pipeline.actors.consolidate import HOLD_POLL_S
+
+    stack = serving_stack(SYNC_INTERVAL_SECONDS="0", CONSOLIDATION_DECAY_INTERVAL_SECONDS="3600",
+                          CONSOLIDATION_CREATIVE_INTERVAL_SECONDS="3600", CONSOLIDATION_CLUSTER_INTERVAL_SECONDS="3600",
+                          CLOCK_TICK_SECONDS="0.2")
+    stack.start_enrich_worker()  # the pipeline goes idle, so only the runs ahead hold one back
+    import subprocess
+    import sys
+
+    from ops.bench.stack import ROOT
+
+    with stack.client() as api:
+        for i in range(3):
+            store(api, f"overdue note {i}", tags=["overdue"])
+        settle(api, 3)
+        wait_until(lambda: not any(api.get("/health").json()["queues"].values()), timeout=60, message="pipeline idle")
+        clock = subprocess.Popen([sys.executable, "-m", "ops.clock"], cwd=ROOT, env=stack.env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def settled() -> list[dict] | None:
+                runs = [h for h in api.get("/consolidate/status").json()["history"] if h["trigger"] == "clock"]
+                return runs if len(runs) == 3 and all(r["status"] == "complete" for r in runs) else None
+
+            # Each run after the first waits at least one poll for the one before it.
+            runs = wait_until(settled, timeout=60 + 8 * HOLD_POLL_S, message="three overdue cycles completed")
+        finally:
+            clock.terminate()
+            clock.wait(10)
+    by_start = sorted(runs, key=lambda r: (r["started_at"], r["run_id"]))
+    assert {r["kind"] for r in runs} == {"decay", "creative", "cluster"}
+    assert sorted(runs, key=lambda r: r["finished_at"]) == by_start  # finished in the order they started
+    assert "held_s" not in by_start[0] and all(r["held_s"] >= HOLD_POLL_S for r in by_start[1:]), by_start
 
 
 def test_by_tag_routes_and_dead_letter_admin(serving_stack):

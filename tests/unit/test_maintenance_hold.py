@@ -1,5 +1,6 @@
 """A scheduled maintenance run waits while the pipeline is busy; requests are never held."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import fakeredis
@@ -32,12 +33,12 @@ def test_busy_means_writes_on_their_way_or_background_work_queued():
     assert not pipeline_busy(services(held={"mempipe:vectors.msgs": 4, "mempipe:maintenance.msgs": 2}))
 
 
-def _run(svc, trigger: str, kind: str = "sync"):
+def _run(svc, trigger: str, kind: str = "sync", run_id: str = "r1"):
     runs = RunStore.from_settings(svc.broker_redis, svc.settings)
-    runs.create("r1", kind, False, trigger)
-    run = runs.get("r1")
+    runs.create(run_id, kind, False, trigger)
+    run = runs.get(run_id)
     assert runs.start(run)
-    return runs, runs.get("r1")
+    return runs, runs.get(run_id)
 
 
 def test_only_a_scheduled_run_is_held_and_only_up_to_its_bound():
@@ -69,3 +70,28 @@ def test_a_request_for_the_cycle_releases_a_held_run_and_is_told_it_is_running()
     released = runs.get("r1")
     assert released.hold_released and not hold_back(svc, released, released.started_at + 1)
     assert runs.view("r1")["held_s"] == 10.0
+
+
+def test_scheduled_runs_go_one_at_a_time_in_the_order_they_started():
+    idle = services()
+    runs, decay = _run(idle, "clock", kind="decay", run_id="a-decay")
+    _, cluster = _run(idle, "clock", kind="cluster", run_id="b-cluster")
+    _, forget = _run(idle, "clock", kind="forget", run_id="c-forget")
+    cluster = replace(cluster, started_at=decay.started_at)  # one tick: the tie goes by run id
+    now = forget.started_at + 1
+    assert not hold_back(idle, decay, now)
+    assert hold_back(idle, cluster, now) and hold_back(idle, forget, now)
+    runs.finish(decay)
+    assert not hold_back(idle, cluster, now) and hold_back(idle, forget, now)
+    runs.finish(cluster)
+    assert not hold_back(idle, forget, now)
+
+
+def test_a_run_ahead_holds_a_scheduled_run_only_within_its_bound_and_never_a_request():
+    idle = services(bound=60)
+    _, sync = _run(idle, "api", kind="sync", run_id="a-sync")  # a request's run, started first
+    _, decay = _run(idle, "clock", kind="decay", run_id="b-decay")
+    _, creative = _run(idle, "api", kind="creative", run_id="c-creative")
+    assert hold_back(idle, decay, decay.started_at + 1)
+    assert not hold_back(idle, decay, decay.started_at + 60)
+    assert not hold_back(idle, creative, creative.started_at + 1)
