@@ -1,14 +1,17 @@
 """Cluster: group similar memories and write one MetaPattern memory per group.
 
-1. fit (vector queue): a random sample of at most ``CONSOLIDATION_CLUSTER_SAMPLE`` embeddings,
-   read back from the vector store, is clustered with scikit-learn's MiniBatchKMeans
-   (cosine geometry: unit vectors). Only the centres are kept (in Redis, for the run).
-2. assign (vector queue): every memory's embedding, a page at a time, joins its nearest
+1. sample (vector queue): a random sample of at most ``CONSOLIDATION_CLUSTER_SAMPLE``
+   embeddings is read back from the vector store and kept in Redis for the run (float16).
+2. fit (graph queue): the sample is clustered with scikit-learn's MiniBatchKMeans (cosine
+   geometry: unit vectors); only the centres are kept. The fit is seconds of a core: on the
+   graph queue it runs in a worker process, at the workers' lower priority, rather than in the
+   web, which owns the vector queue with Qdrant Edge and answers recall.
+3. assign (vector queue): every memory's embedding, a page at a time, joins its nearest
    centre when it is close enough (``CONSOLIDATION_CLUSTER_MIN_SIMILARITY``).
-3. write (graph): each cluster with enough members becomes a MetaPattern memory — summary,
+4. write (graph): each cluster with enough members becomes a MetaPattern memory — summary,
    shared tags, mean importance — linked to its members, and its centre is indexed as its
    vector (so it never reads as drift). MetaPattern is excluded from recall by default.
-4. retire (graph): MetaPatterns of earlier runs are deleted, with their vectors: a new run
+5. retire (graph): MetaPatterns of earlier runs are deleted, with their vectors: a new run
    replaces the old summaries rather than piling up beside them.
 
 Memory is bounded by the sample size and one page, whatever the store holds.
@@ -16,6 +19,7 @@ Memory is bounded by the sample size and one page, whatever the store holds.
 
 from __future__ import annotations
 
+import io
 import math
 import uuid
 from collections import Counter
@@ -72,7 +76,7 @@ def _is_candidate(payload: dict[str, Any], excluded: frozenset[str]) -> bool:
     return not payload.get("archived") and payload.get("type") not in excluded
 
 
-def fit_step(ctx: RunContext, cursor: Any) -> StepResult:
+def sample_step(ctx: RunContext, cursor: Any) -> StepResult:
     s = ctx.settings
     result = StepResult()
     ids = store_call(graph_ops.sample_ids)(ctx.services.graph, s.consolidation_cluster_sample, s.excluded_types)
@@ -85,10 +89,25 @@ def fit_step(ctx: RunContext, cursor: Any) -> StepResult:
     if len(rows) < s.consolidation_cluster_min_size:
         redis.set(state_key(ctx.run.id, "k"), 0, ex=86_400)
         return result
-    k = cluster_count(len(rows), s.consolidation_cluster_target_size, s.consolidation_cluster_max_clusters)
-    centres = fit_centres(_unit_rows(np.asarray(rows, dtype=np.float32)), k)
+    buffer = io.BytesIO()
+    np.save(buffer, _unit_rows(np.asarray(rows, dtype=np.float32)).astype(np.float16), allow_pickle=False)
+    redis.set(state_key(ctx.run.id, "sample"), buffer.getvalue(), ex=86_400)
+    return result
+
+
+def fit_step(ctx: RunContext, cursor: Any) -> StepResult:
+    s = ctx.settings
+    result = StepResult()
+    redis = ctx.runs.redis
+    raw = redis.get(state_key(ctx.run.id, "sample"))
+    if raw is None:  # too few to cluster, or a redelivered fit whose centres are stored
+        return result
+    sample = np.load(io.BytesIO(raw), allow_pickle=False).astype(np.float32)
+    k = cluster_count(len(sample), s.consolidation_cluster_target_size, s.consolidation_cluster_max_clusters)
+    centres = fit_centres(_unit_rows(sample), k)
     redis.set(state_key(ctx.run.id, "centres"), centres.tobytes(), ex=86_400)
     redis.set(state_key(ctx.run.id, "k"), k, ex=86_400)
+    redis.delete(state_key(ctx.run.id, "sample"))
     result.add("fitted_clusters", k)
     return result
 
@@ -197,7 +216,8 @@ def retire_step(ctx: RunContext, cursor: Any) -> StepResult:
 
 
 PHASES = [
-    Phase("fit", VECTORS, fit_step),
+    Phase("sample", VECTORS, sample_step),
+    Phase("fit", GRAPH, fit_step),
     Phase("assign", VECTORS, assign_step),
     Phase("write", GRAPH, write_step),
     Phase("retire", GRAPH, retire_step),

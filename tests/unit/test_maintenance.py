@@ -1,5 +1,6 @@
 import math
 from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 
 import fakeredis
 import numpy as np
@@ -131,3 +132,27 @@ def test_collection_registry_records_live_plans_a_target_and_switches_once():
     assert resized.plan_target("run-3").name == "memories-v2-64d"
     assert resized.abandon("run-x") is None and resized.abandon("run-3").name == "memories-v2-64d"
     assert resized.state().target is None
+
+
+def test_cluster_sample_is_fitted_once_from_redis():
+    from pipeline.maintenance.cluster import fit_step, sample_step
+    from pipeline.maintenance.cycles import RunContext
+    from pipeline.maintenance.runs import RunStore, state_key
+    from pipeline.vectors.store import VectorRecord
+
+    rng = np.random.default_rng(1)
+    vectors = {f"m{i}": VectorRecord(f"m{i}", {"type": "Context"}, list(rng.normal(size=8) + (i % 3) * 5))
+               for i in range(40)}
+    graph = SimpleNamespace(run_read=lambda query, params: [[m] for m in list(vectors)[:params["n"]]])
+    settings = Settings(consolidation_cluster_sample=30, consolidation_cluster_target_size=10)
+    svc = SimpleNamespace(settings=settings, graph=graph,
+                          vectors=SimpleNamespace(retrieve=lambda ids, with_vectors: {i: vectors[i] for i in ids}))
+    runs = RunStore(fakeredis.FakeRedis(), 10, 3600)
+    runs.create("c1", "cluster", False, "api")
+    ctx = RunContext(svc, runs, runs.get("c1"), outbox=None)
+    assert sample_step(ctx, None).counts == {"sampled": 30}
+    assert runs.redis.exists(state_key("c1", "sample"))
+    assert fit_step(ctx, None).counts == {"fitted_clusters": 3}
+    centres = runs.redis.get(state_key("c1", "centres"))
+    assert not runs.redis.exists(state_key("c1", "sample"))  # the sample goes once the centres are kept
+    assert fit_step(ctx, None).counts == {} and runs.redis.get(state_key("c1", "centres")) == centres  # redelivered
