@@ -1,7 +1,8 @@
 """Cluster: group similar memories and write one MetaPattern memory per group.
 
 1. sample (vector queue): a random sample of at most ``CONSOLIDATION_CLUSTER_SAMPLE``
-   embeddings is read back from the vector store and kept in Redis for the run (float16).
+   embeddings is read back from the vector store, a page at a time, and kept in Redis for the
+   run (float16).
 2. fit (graph queue): the sample is clustered with scikit-learn's MiniBatchKMeans (cosine
    geometry: unit vectors); only the centres are kept. The fit is seconds of a core: on the
    graph queue it runs in a worker process, at the workers' lower priority, rather than in the
@@ -26,6 +27,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import orjson
 
 from pipeline.maintenance import graph_ops
 from pipeline.maintenance.cycles import GRAPH, VECTORS, Phase, RunContext, StepResult
@@ -38,7 +40,6 @@ from pipeline.vectors import vector_payload
 
 META_PATTERN = "MetaPattern"
 CLUSTERS_PER_STEP = 20
-RETRIEVE_CHUNK = 1000
 _PATTERN_NAMESPACE = uuid.UUID("0b8e5f0e-3c1a-4d55-9a57-6d6574617061")
 
 
@@ -77,21 +78,26 @@ def _is_candidate(payload: dict[str, Any], excluded: frozenset[str]) -> bool:
 
 
 def sample_step(ctx: RunContext, cursor: Any) -> StepResult:
+    """One page of the sample: its embeddings, kept in Redis under the page's offset (so a
+    redelivered page replaces itself). The ids are drawn once, by the first page."""
     s = ctx.settings
-    result = StepResult()
-    ids = store_call(graph_ops.sample_ids)(ctx.services.graph, s.consolidation_cluster_sample, s.excluded_types)
-    rows: list[list[float]] = []
-    for start in range(0, len(ids), RETRIEVE_CHUNK):
-        found = store_call(ctx.services.vectors.retrieve)(ids[start : start + RETRIEVE_CHUNK], with_vectors=True)
-        rows += [r.vector for r in found.values() if r.vector is not None and _is_candidate(r.payload, s.excluded_types)]
-    result.add("sampled", len(rows))
     redis = ctx.runs.redis
-    if len(rows) < s.consolidation_cluster_min_size:
-        redis.set(state_key(ctx.run.id, "k"), 0, ex=86_400)
-        return result
-    buffer = io.BytesIO()
-    np.save(buffer, _unit_rows(np.asarray(rows, dtype=np.float32)).astype(np.float16), allow_pickle=False)
-    redis.set(state_key(ctx.run.id, "sample"), buffer.getvalue(), ex=86_400)
+    ids_key = state_key(ctx.run.id, "sample_ids")
+    if cursor is None:
+        ids = store_call(graph_ops.sample_ids)(ctx.services.graph, s.consolidation_cluster_sample, s.excluded_types)
+        redis.set(ids_key, orjson.dumps(ids), nx=True, ex=86_400)
+    ids = orjson.loads(redis.get(ids_key) or b"[]")
+    start = int(cursor or 0)
+    end = start + ctx.page_size
+    result = StepResult(cursor=end if end < len(ids) else None)
+    found = store_call(ctx.services.vectors.retrieve)(ids[start:end], with_vectors=True)
+    rows = [r.vector for r in found.values() if r.vector is not None and _is_candidate(r.payload, s.excluded_types)]
+    result.add("sampled", len(rows))
+    if rows:
+        buffer = io.BytesIO()
+        np.save(buffer, _unit_rows(np.asarray(rows, dtype=np.float32)).astype(np.float16), allow_pickle=False)
+        redis.hset(state_key(ctx.run.id, "sample"), str(start), buffer.getvalue())
+        redis.expire(state_key(ctx.run.id, "sample"), 86_400)
     return result
 
 
@@ -99,16 +105,19 @@ def fit_step(ctx: RunContext, cursor: Any) -> StepResult:
     s = ctx.settings
     result = StepResult()
     redis = ctx.runs.redis
-    raw = redis.get(state_key(ctx.run.id, "sample"))
-    if raw is None:  # too few to cluster, or a redelivered fit whose centres are stored
-        return result
-    sample = np.load(io.BytesIO(raw), allow_pickle=False).astype(np.float32)
-    k = cluster_count(len(sample), s.consolidation_cluster_target_size, s.consolidation_cluster_max_clusters)
-    centres = fit_centres(_unit_rows(sample), k)
-    redis.set(state_key(ctx.run.id, "centres"), centres.tobytes(), ex=86_400)
-    redis.set(state_key(ctx.run.id, "k"), k, ex=86_400)
-    redis.delete(state_key(ctx.run.id, "sample"))
-    result.add("fitted_clusters", k)
+    if redis.exists(state_key(ctx.run.id, "k")):
+        return result  # a redelivered fit: the centres are kept already
+    pages = [np.load(io.BytesIO(raw), allow_pickle=False) for raw in redis.hvals(state_key(ctx.run.id, "sample"))]
+    sample = np.vstack(pages).astype(np.float32) if pages else np.empty((0, 0), dtype=np.float32)
+    if len(sample) < s.consolidation_cluster_min_size:
+        redis.set(state_key(ctx.run.id, "k"), 0, ex=86_400)
+    else:
+        k = cluster_count(len(sample), s.consolidation_cluster_target_size, s.consolidation_cluster_max_clusters)
+        centres = fit_centres(_unit_rows(sample), k)
+        redis.set(state_key(ctx.run.id, "centres"), centres.tobytes(), ex=86_400)
+        redis.set(state_key(ctx.run.id, "k"), k, ex=86_400)
+        result.add("fitted_clusters", k)
+    redis.delete(state_key(ctx.run.id, "sample"), state_key(ctx.run.id, "sample_ids"))
     return result
 
 

@@ -150,9 +150,15 @@ def test_cluster_sample_is_fitted_once_from_redis():
     runs = RunStore(fakeredis.FakeRedis(), 10, 3600)
     runs.create("c1", "cluster", False, "api")
     ctx = RunContext(svc, runs, runs.get("c1"), outbox=None)
-    assert sample_step(ctx, None).counts == {"sampled": 30}
-    assert runs.redis.exists(state_key("c1", "sample"))
+    settings.maintenance_page_size = 20
+    first = sample_step(ctx, None)
+    assert first.counts == {"sampled": 20} and first.cursor == 20
+    second = sample_step(ctx, first.cursor)
+    assert second.counts == {"sampled": 10} and second.cursor is None
+    assert sample_step(ctx, first.cursor).counts == {"sampled": 10}  # a redelivered page replaces itself
+    assert runs.redis.hlen(state_key("c1", "sample")) == 2
     assert fit_step(ctx, None).counts == {"fitted_clusters": 3}
     centres = runs.redis.get(state_key("c1", "centres"))
     assert not runs.redis.exists(state_key("c1", "sample"))  # the sample goes once the centres are kept
+    assert not runs.redis.exists(state_key("c1", "sample_ids"))
     assert fit_step(ctx, None).counts == {} and runs.redis.get(state_key("c1", "centres")) == centres  # redelivered
