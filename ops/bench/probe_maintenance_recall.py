@@ -6,7 +6,9 @@ Starts ``make run``'s launcher (the local model unless ``--set EMBEDDING_PROVIDE
 of a store a benchmark kept (``ops.bench.lifecycle --keep DIR``), with enrichment off, SIMILAR_TO
 off and no scheduled sync, so that the run started here is the only background work. Recalls
 every 100 ms (the lifecycle prober's questions, ``limit`` 10): ``--idle`` of them first, then
-from the run's start until it settles. ``--root`` runs another checkout's launcher (a git
+from the run's start until it settles, those also split by the last of the run's phases to have
+recorded a step (``by_phase``: where in a run its cost to recall lies). ``--root`` runs another
+checkout's launcher (a git
 worktree of an earlier commit) to compare two versions on one store. Prints a table, appends
 a row to ``ops/bench/results/probe_maintenance_recall.json``. Tooling, not product.
 """
@@ -14,18 +16,22 @@ a row to ``ops/bench/results/probe_maintenance_recall.json``. Tooling, not produ
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
+import redis
 
 from ops.bench.embedded import ROOT, EmbeddedService, copy_store
 from ops.bench.lifecycle import questions
+from pipeline.maintenance.runs import run_key
 
 RESULTS = Path(__file__).resolve().parent / "results"
 QUIET = {"ENRICHMENT_ENABLED": "false", "SIMILAR_TO_LIMIT": "0", "SYNC_INTERVAL_SECONDS": "0"}
@@ -76,9 +82,12 @@ def measure(store: Path, cycle: str, root: Path, overrides: dict[str, str], idle
                 time.sleep(max(0.0, EVERY_S - (time.monotonic() - sent)))
             started = time.monotonic()
             run_id = start_run(api, cycle)
-            during, view = [], {}
+            watcher = StepWatcher(redis.Redis(port=service.broker_port), run_id, started)
+            watcher.start()
+            during, sent_at, view = [], [], {}
             while True:
                 sent = time.monotonic()
+                sent_at.append(sent - started)
                 during.append(recall())
                 if len(during) % 10 == 0:
                     view = api.get(f"/consolidate/runs/{run_id}").json()["run"]
@@ -86,11 +95,44 @@ def measure(store: Path, cycle: str, root: Path, overrides: dict[str, str], idle
                         break
                 time.sleep(max(0.0, EVERY_S - (time.monotonic() - sent)))
             run_s = round(time.monotonic() - started, 1)
+            watcher.stop()
     finally:
         service.stop(remove=False)
         shutil.rmtree(copy.parent, ignore_errors=True)
     return {"cycle": cycle, "idle": percentiles(idle), "during_run": percentiles(during), "run_s": run_s,
-            "status": view.get("status"), "counts": view.get("counts")}
+            "status": view.get("status"), "counts": view.get("counts"),
+            "by_phase": {f"through phase {k}" if k >= 0 else "no step recorded": percentiles(v)
+                         for k, v in sorted(watcher.split(sent_at, during).items())}}
+
+
+class StepWatcher(threading.Thread):
+    """Which of the run's phases have recorded a step, polled from its steps hash: a recall sent
+    while phase k was the last to record one ran beside phase k's next page or the next phase's
+    first step. Enough to place a cost in a run's phases without timing the steps themselves."""
+
+    def __init__(self, broker: redis.Redis, run_id: str, started: float, every_s: float = 0.2):
+        super().__init__(daemon=True)
+        self.broker, self.run_id, self.started, self.every_s = broker, run_id, started, every_s
+        self.marks: list[tuple[float, int]] = []  # (seconds since the run's start, last phase with a step)
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopped.is_set():
+            steps = self.broker.hkeys(run_key(self.run_id) + ":steps")
+            self.marks.append((time.monotonic() - self.started, max((int(k.split(b":")[0]) for k in steps), default=-1)))
+            self._stopped.wait(self.every_s)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.join(timeout=10)
+
+    def split(self, sent_at: list[float], latencies: list[float]) -> dict[int, list[float]]:
+        at = [t for t, _ in self.marks]
+        by_phase: dict[int, list[float]] = {}
+        for sent, ms in zip(sent_at, latencies):
+            i = bisect.bisect_right(at, sent) - 1
+            by_phase.setdefault(self.marks[i][1] if i >= 0 else -1, []).append(ms)
+        return by_phase
 
 
 def commit_of(root: Path) -> str:
@@ -109,11 +151,12 @@ def append_row(out: Path, row: dict, root: Path, overrides: dict[str, str]) -> N
 
 def render(row: dict) -> str:
     idle, during = row["idle"], row["during_run"]
+    windows = [(f"  {name}", p) for name, p in row.get("by_phase", {}).items()]
     return "\n".join([
         f"{row['cycle']} at {row['commit']} ({row['status']} in {row['run_s']} s; {row['counts']})",
         "| recall every 100 ms | n | p50 | p95 | p99 | max ms |", "|---|---|---|---|---|---|",
         *(f"| {name} | {p['n']} | {p['p50_ms']} | {p['p95_ms']} | {p['p99_ms']} | {p['max_ms']} |"
-          for name, p in (("idle", idle), (f"during {row['cycle']}", during))),
+          for name, p in (("idle", idle), (f"during {row['cycle']}", during), *windows)),
     ])
 
 

@@ -271,6 +271,12 @@ def test_the_maintenance_probe_tables_recall_idle_and_during_the_run():
     assert table.startswith("sync at abc1234 (complete in 20.5 s")
     assert "| idle | 2 | 30.0 | 30.0 | 30.0 | 40.0 |" in table and "| during sync | 2 | 50.0 | 50.0 | 50.0 | 90.0 |" in table
 
+    watcher = probe.StepWatcher(broker=None, run_id="r1", started=0.0)
+    watcher.marks = [(0.0, -1), (1.0, 0), (3.0, 1)]
+    assert watcher.split([0.5, 1.2, 2.9, 3.0, 9.0], [10.0, 20.0, 30.0, 40.0, 50.0]) == {-1: [10.0], 0: [20.0, 30.0], 1: [40.0, 50.0]}
+    table = probe.render({**row, "by_phase": {"through phase 0": probe.percentiles([20.0, 30.0])}})
+    assert "|   through phase 0 | 2 | 20.0 | 20.0 | 20.0 | 30.0 |" in table
+
 
 def test_the_catch_up_probe_tables_each_phase_and_kind():
     from ops.bench import probe_catchup_recall as probe
