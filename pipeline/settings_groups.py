@@ -275,7 +275,7 @@ class ConsolidationSettings(SettingsGroup):
     consolidation_creative_max_similarity: float = Field(0.98, ge=-1, le=1, description="Above this a pair is a near-duplicate, not a discovery.")
     consolidation_creative_links_per_memory: int = Field(2, ge=1, le=50, description="Most DISCOVERED links made from one sampled memory per run.")
     consolidation_creative_cross_scope: bool = Field(True, description="Link only memories that share no tag (non-obvious neighbours).")
-    consolidation_cluster_sample: int = Field(5000, ge=10, le=200_000, description="Most vectors the cluster cycle fits on (bounds its memory); every memory is then assigned in pages.")
+    consolidation_cluster_sample: int = Field(5000, ge=10, le=200_000, description="Most vectors the cluster cycle fits on (bounds its memory, and the float16 copy the run keeps in the broker's Redis until the fit: 0.75 KB a vector at 384 dimensions); every memory is then assigned in pages.")
     consolidation_cluster_target_size: int = Field(8, ge=2, le=10_000, description="Typical memories per cluster; sets how many clusters are fitted.")
     consolidation_cluster_max_clusters: int = Field(200, ge=1, le=10_000, description="Most clusters one run fits.")
     consolidation_cluster_min_size: int = Field(3, ge=2, le=10_000, description="Fewest members for a cluster to get a MetaPattern.")
