@@ -36,7 +36,7 @@ from pipeline.maintenance.runs import state_key
 from pipeline.query.keywords import extract_keywords
 from pipeline.records import MemoryRecord, iso
 from pipeline.resilience import store_call
-from pipeline.vectors import vector_payload
+from pipeline.vectors import ARCHIVED, vector_payload
 
 META_PATTERN = "MetaPattern"
 CLUSTERS_PER_STEP = 20
@@ -73,8 +73,14 @@ def fit_centres(vectors: np.ndarray, clusters: int, seed: int = 0) -> np.ndarray
     return _unit_rows(model.cluster_centers_.astype(np.float32))
 
 
+# What assign reads of each point besides its vector: the page is read in the web, beside
+# recall, and a whole payload (the content, the packed document) is most of a page's cost.
+CANDIDATE_FIELDS = ["memory_id", "lifecycle", "type"]
+
+
 def _is_candidate(payload: dict[str, Any], excluded: frozenset[str]) -> bool:
-    return not payload.get("archived") and payload.get("type") not in excluded
+    archived = payload.get("lifecycle") == ARCHIVED or payload.get("archived")
+    return not archived and payload.get("type") not in excluded
 
 
 def sample_step(ctx: RunContext, cursor: Any) -> StepResult:
@@ -135,7 +141,8 @@ def assign_step(ctx: RunContext, cursor: Any) -> StepResult:
     centres = _centres(ctx)
     if centres is None:
         return StepResult()
-    page, next_offset = store_call(ctx.services.vectors.scroll)(cursor, ctx.page_size, with_vectors=True)
+    page, next_offset = store_call(ctx.services.vectors.scroll)(cursor, ctx.page_size, with_vectors=True,
+                                                               payload_fields=CANDIDATE_FIELDS)
     result = StepResult(cursor=next_offset)
     page = [r for r in page if r.vector is not None and _is_candidate(r.payload, s.excluded_types)]
     if not page:

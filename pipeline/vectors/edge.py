@@ -438,8 +438,10 @@ class EdgeVectorStore:
         with self._access.shared():
             return int(self._shard.count(self._qe.CountRequest(exact=True)))
 
-    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
-        request = self._qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=with_vectors)
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False,
+               payload_fields: list[str] | None = None) -> tuple[list[VectorRecord], str | None]:
+        with_payload = self._qe.PayloadSelector.Include(payload_fields) if payload_fields else True
+        request = self._qe.ScrollRequest(offset=offset, limit=limit, with_payload=with_payload, with_vector=with_vectors)
         with self._access.shared():
             records, next_offset = self._shard.scroll(request)
         page = [stored_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records]

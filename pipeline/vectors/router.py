@@ -66,8 +66,9 @@ class VectorRouter:
     def count_memories(self, excluded_types: frozenset[str] = frozenset()) -> int:
         return self.live().count_memories(excluded_types)
 
-    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
-        return self.live().scroll(offset, limit, with_vectors)
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False,
+               payload_fields: list[str] | None = None) -> tuple[list[VectorRecord], str | None]:
+        return self.live().scroll(offset, limit, with_vectors, payload_fields)
 
     def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
         return self.live().retrieve(memory_ids, with_vectors)

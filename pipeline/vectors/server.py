@@ -125,9 +125,10 @@ class QdrantServerVectorStore:
     def count(self) -> int:
         return int(self._client.count(self._collection, exact=True).count)
 
-    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False,
+               payload_fields: list[str] | None = None) -> tuple[list[VectorRecord], str | None]:
         records, next_offset = self._client.scroll(
-            self._collection, limit=limit, offset=offset, with_payload=True, with_vectors=with_vectors
+            self._collection, limit=limit, offset=offset, with_payload=payload_fields or True, with_vectors=with_vectors
         )
         page = [stored_record(r.id, r.payload, r.vector if with_vectors else None) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)

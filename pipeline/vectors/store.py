@@ -87,7 +87,8 @@ class VectorStore(Protocol):
     def close(self) -> None: ...
     def drop(self) -> None: ...  # delete the collection and everything in it (a finished migration's old one)
     # Maintenance (sync, consolidation, backup): paged reads and batched payload writes.
-    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]: ...
+    def scroll(self, offset: str | None, limit: int, with_vectors: bool = False,
+               payload_fields: list[str] | None = None) -> tuple[list[VectorRecord], str | None]: ...  # payload_fields: only these keys (None: the whole payload)
     def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]: ...
     def existing(self, memory_ids: list[str]) -> set[str]: ...  # those with a point; no payload read
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None: ...  # merged into each point's payload

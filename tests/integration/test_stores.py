@@ -87,6 +87,9 @@ def test_vector_store_contract(vectors):
     assert full["metadata"] == {"k": 10} and full["tags"] == ["slack:channel:General"] and full["importance"] == 0.9
     assert vectors.retrieve(["a"])["a"].payload == full
     assert any(r.payload == full for r in vectors.scroll(None, 10)[0])
+    chosen = vectors.scroll(None, 10, with_vectors=True, payload_fields=["memory_id", "type", "lifecycle"])[0]
+    assert {r.memory_id: r.payload.get("type") for r in chosen}["c"] == "MetaPattern"
+    assert all(set(r.payload) <= {"memory_id", "type", "lifecycle"} and len(r.vector) == len(unit(0)) for r in chosen)
     # Ids only: hits still name their memory and score.
     bare = vectors.search(VectorQuery(unit(0), 2, with_payload=False))
     assert bare[0].memory_id == "a" and bare[0].score == pytest.approx(1.0, abs=1e-5)

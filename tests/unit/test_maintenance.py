@@ -162,3 +162,13 @@ def test_cluster_sample_is_fitted_once_from_redis():
     assert not runs.redis.exists(state_key("c1", "sample"))  # the sample goes once the centres are kept
     assert not runs.redis.exists(state_key("c1", "sample_ids"))
     assert fit_step(ctx, None).counts == {} and runs.redis.get(state_key("c1", "centres")) == centres  # redelivered
+
+
+def test_cluster_candidates_leave_out_archived_and_excluded_points_from_either_payload():
+    from pipeline.maintenance.cluster import _is_candidate
+
+    excluded = frozenset({"MetaPattern"})
+    assert _is_candidate({"memory_id": "m", "lifecycle": "active", "type": "Context"}, excluded)
+    assert not _is_candidate({"memory_id": "m", "lifecycle": "archived"}, excluded)  # assign's selected fields
+    assert not _is_candidate({"memory_id": "m", "archived": True}, excluded)  # a whole payload
+    assert not _is_candidate({"memory_id": "m", "type": "MetaPattern"}, excluded)
