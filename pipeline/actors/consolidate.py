@@ -64,9 +64,9 @@ HOLD_POLL_S = 5.0  # how often a held step looks at the pipeline again
 def hold_back(svc: Services, run: Run, now: float) -> bool:
     """Should this step of ``run`` wait? Only a scheduled run's, only up to MAINTENANCE_HOLD_MAX_S
     from its start, and only while writes or background work are on their way or a run that
-    started before it is going: the clock enqueues every overdue cycle at once, and side by side
-    on two cores they would take the cores from recall together; one after another, in the
-    order they started, they leave it one."""
+    started before it is going: the clock enqueues every overdue cycle at once, and one after
+    another, in the order they started, recall shares the cores with one of them at a time
+    rather than with all of them."""
     bound = svc.settings.maintenance_hold_max_s
     if run.trigger != "clock" or run.hold_released or bound <= 0 or now - run.started_at >= bound:
         return False
