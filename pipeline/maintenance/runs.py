@@ -238,12 +238,12 @@ class RunStore:
         """The other runs holding a cycle's lock (dry or not) that started before ``run``; ties
         go by run id, so of two runs each sees the other on one side only."""
         locks = [lock_key(kind, dry_run) for kind in kinds for dry_run in (False, True)]
-        holders = {h.decode() for h in self._redis.mget(locks) if h is not None} - {run.id}
+        holders = sorted({h.decode() for h in self._redis.mget(locks) if h is not None} - {run.id})
         pipe = self._redis.pipeline(transaction=False)
-        for holder in sorted(holders):
+        for holder in holders:
             pipe.hmget(run_key(holder), "started_at", "queued_at")
         ahead = []
-        for holder, (started, queued) in zip(sorted(holders), pipe.execute()):
+        for holder, (started, queued) in zip(holders, pipe.execute()):
             since = started or queued
             if since is not None and (float(since), holder) < (run.started_at, run.id):
                 ahead.append(holder)
