@@ -415,16 +415,23 @@ def test_a_scheduled_run_waits_for_owed_writes_and_a_request_lets_it_go_on(servi
 
 
 def test_overdue_scheduled_cycles_run_one_after_another(serving_stack):
+    import subprocess
+    import sys
+
+    from ops.bench.stack import ROOT
     from pipeline.actors.consolidate import HOLD_POLL_S
+    from pipeline.maintenance.runs import RunStore
 
     stack = serving_stack(SYNC_INTERVAL_SECONDS="0", CONSOLIDATION_DECAY_INTERVAL_SECONDS="3600",
                           CONSOLIDATION_CREATIVE_INTERVAL_SECONDS="3600", CONSOLIDATION_CLUSTER_INTERVAL_SECONDS="3600",
                           CLOCK_TICK_SECONDS="0.2")
     stack.start_enrich_worker()  # the pipeline goes idle, so only the runs ahead hold one back
-    import subprocess
-    import sys
-
-    from ops.bench.stack import ROOT
+    # A run that started before the clock's holds all three back until it ends: without it the
+    # first run can finish before the next one's first step, and nothing would have to wait.
+    runs_store = RunStore(redis.Redis.from_url(stack.redis_url), history_size=50, lock_ttl_seconds=600)
+    runs_store.create("planted-earlier-run", "sync", False, "request")
+    planted = runs_store.get("planted-earlier-run")
+    assert planted is not None and runs_store.start(planted)
 
     with stack.client() as api:
         for i in range(3):
@@ -434,6 +441,13 @@ def test_overdue_scheduled_cycles_run_one_after_another(serving_stack):
         clock = subprocess.Popen([sys.executable, "-m", "ops.clock"], cwd=ROOT, env=stack.env(),
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
+            def all_held() -> list[dict] | None:
+                going = [r for r in api.get("/consolidate/status").json()["in_progress"] if r["trigger"] == "clock"]
+                return going if len(going) == 3 and all(r.get("held_s", 0) >= HOLD_POLL_S for r in going) else None
+
+            wait_until(all_held, timeout=60 + 4 * HOLD_POLL_S, message="three overdue cycles held behind the earlier run")
+            runs_store.finish(planted)
+
             def settled() -> list[dict] | None:
                 runs = [h for h in api.get("/consolidate/status").json()["history"] if h["trigger"] == "clock"]
                 return runs if len(runs) == 3 and all(r["status"] == "complete" for r in runs) else None
@@ -446,7 +460,6 @@ def test_overdue_scheduled_cycles_run_one_after_another(serving_stack):
     by_start = sorted(runs, key=lambda r: (r["started_at"], r["run_id"]))
     assert {r["kind"] for r in runs} == {"decay", "creative", "cluster"}
     assert sorted(runs, key=lambda r: r["finished_at"]) == by_start  # finished in the order they started
-    assert "held_s" not in by_start[0] and all(r["held_s"] >= HOLD_POLL_S for r in by_start[1:]), by_start
 
 
 def test_by_tag_routes_and_dead_letter_admin(serving_stack):
