@@ -15,6 +15,7 @@ from typing import Any
 
 from dramatiq import Message
 from dramatiq.brokers.redis import RedisBroker
+from dramatiq.common import xq_name
 
 from pipeline.broker import NAMESPACE
 from pipeline.stages import ALL_QUEUES
@@ -41,7 +42,7 @@ class DeadMessage:
 
 
 def _keys(queue: str) -> tuple[str, str]:
-    dead = f"{NAMESPACE}:{queue}.XQ"
+    dead = f"{NAMESPACE}:{xq_name(queue)}"
     return dead, dead + ".msgs"
 
 

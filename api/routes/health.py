@@ -6,6 +6,7 @@ import logging
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
+from dramatiq.common import dq_name, xq_name
 from fastapi import APIRouter, Depends
 
 from api.deps import get_services
@@ -27,8 +28,8 @@ def queue_stats(services: Services) -> tuple[dict[str, int], dict[str, int], int
     pipe = services.broker_redis.pipeline(transaction=False)
     for queue in ALL_QUEUES:
         pipe.hlen(held_messages_key(queue))
-        pipe.hlen(held_messages_key(f"{queue}.DQ"))
-        pipe.zcard(f"{NAMESPACE}:{queue}.XQ")
+        pipe.hlen(held_messages_key(dq_name(queue)))
+        pipe.zcard(f"{NAMESPACE}:{xq_name(queue)}")
     counts = pipe.execute()
     return dict(zip(ALL_QUEUES, counts[0::3])), dict(zip(ALL_QUEUES, counts[1::3])), sum(counts[2::3])
 

@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 
 import redis
 from dramatiq import Message
+from dramatiq.common import dq_name, xq_name
 
 from pipeline.broker import NAMESPACE
 from pipeline.stages import ALL_QUEUES
@@ -30,7 +31,7 @@ def _age_seconds(raw: bytes | None, now_ms: float) -> float:
 
 def read_queue_stats(client: redis.Redis, queues: Iterable[str] = ALL_QUEUES) -> dict[str, dict[str, float]]:
     """Per queue (and its delay queue ``<queue>.DQ``): waiting, stored, oldest age, dead."""
-    names = [name for queue in queues for name in (queue, f"{queue}.DQ")]
+    names = [name for queue in queues for name in (queue, dq_name(queue))]
     pipe = client.pipeline(transaction=False)
     for name in names:
         key = f"{NAMESPACE}:{name}"
@@ -38,7 +39,7 @@ def read_queue_stats(client: redis.Redis, queues: Iterable[str] = ALL_QUEUES) ->
         pipe.hlen(f"{key}.msgs")
         pipe.lindex(key, 0)
     for queue in queues:
-        pipe.zcard(f"{NAMESPACE}:{queue}.XQ")
+        pipe.zcard(f"{NAMESPACE}:{xq_name(queue)}")
     replies = pipe.execute()
     heads = {name: replies[i * 3 + 2] for i, name in enumerate(names)}
     # The oldest waiting message's body, fetched in a second round trip.
