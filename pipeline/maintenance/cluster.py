@@ -73,7 +73,7 @@ def fit_centres(vectors: np.ndarray, clusters: int, seed: int = 0) -> np.ndarray
     return _unit_rows(model.cluster_centers_.astype(np.float32))
 
 
-# What assign reads of each point besides its vector: the page is read in the web, beside
+# What the sample and assign read of each point besides its vector: the page is read in the web, beside
 # recall, and a whole payload (the content, the packed document) is most of a page's cost.
 CANDIDATE_FIELDS = ["memory_id", "lifecycle", "type"]
 
@@ -96,7 +96,7 @@ def sample_step(ctx: RunContext, cursor: Any) -> StepResult:
     start = int(cursor or 0)
     end = start + ctx.page_size
     result = StepResult(cursor=end if end < len(ids) else None)
-    found = store_call(ctx.services.vectors.retrieve)(ids[start:end], with_vectors=True)
+    found = store_call(ctx.services.vectors.retrieve)(ids[start:end], with_vectors=True, payload_fields=CANDIDATE_FIELDS)
     rows = [r.vector for r in found.values() if r.vector is not None and _is_candidate(r.payload, s.excluded_types)]
     result.add("sampled", len(rows))
     if rows:

@@ -447,11 +447,13 @@ class EdgeVectorStore:
         page = [stored_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)
 
-    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False,
+                 payload_fields: list[str] | None = None) -> dict[str, VectorRecord]:
         if not memory_ids:
             return {}
+        with_payload = self._qe.PayloadSelector.Include(payload_fields) if payload_fields else True
         with self._access.shared():
-            records = self._shard.retrieve([point_id_for(m) for m in memory_ids], with_payload=True, with_vector=with_vectors)
+            records = self._shard.retrieve([point_id_for(m) for m in memory_ids], with_payload=with_payload, with_vector=with_vectors)
         found = (stored_record(r.id, unpack_payload(r.payload), r.vector if with_vectors else None) for r in records)
         return {r.memory_id: r for r in found}
 

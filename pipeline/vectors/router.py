@@ -70,8 +70,9 @@ class VectorRouter:
                payload_fields: list[str] | None = None) -> tuple[list[VectorRecord], str | None]:
         return self.live().scroll(offset, limit, with_vectors, payload_fields)
 
-    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
-        return self.live().retrieve(memory_ids, with_vectors)
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False,
+                 payload_fields: list[str] | None = None) -> dict[str, VectorRecord]:
+        return self.live().retrieve(memory_ids, with_vectors, payload_fields)
 
     def existing(self, memory_ids: list[str]) -> set[str]:
         return self.live().existing(memory_ids)

@@ -133,11 +133,12 @@ class QdrantServerVectorStore:
         page = [stored_record(r.id, r.payload, r.vector if with_vectors else None) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)
 
-    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]:
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False,
+                 payload_fields: list[str] | None = None) -> dict[str, VectorRecord]:
         if not memory_ids:
             return {}
         records = self._client.retrieve(
-            self._collection, [point_id_for(m) for m in memory_ids], with_payload=True, with_vectors=with_vectors
+            self._collection, [point_id_for(m) for m in memory_ids], with_payload=payload_fields or True, with_vectors=with_vectors
         )
         found = (stored_record(r.id, r.payload, r.vector if with_vectors else None) for r in records)
         return {r.memory_id: r for r in found}

@@ -89,7 +89,8 @@ class VectorStore(Protocol):
     # Maintenance (sync, consolidation, backup): paged reads and batched payload writes.
     def scroll(self, offset: str | None, limit: int, with_vectors: bool = False,
                payload_fields: list[str] | None = None) -> tuple[list[VectorRecord], str | None]: ...  # payload_fields: only these keys (None: the whole payload)
-    def retrieve(self, memory_ids: list[str], with_vectors: bool = False) -> dict[str, VectorRecord]: ...
+    def retrieve(self, memory_ids: list[str], with_vectors: bool = False,
+                 payload_fields: list[str] | None = None) -> dict[str, VectorRecord]: ...  # payload_fields: as scroll's
     def existing(self, memory_ids: list[str]) -> set[str]: ...  # those with a point; no payload read
     def set_payloads(self, payloads: dict[str, dict[str, Any]]) -> None: ...  # merged into each point's payload
     def replace_payloads(self, payloads: dict[str, dict[str, Any]]) -> None: ...  # whole payloads: a key one lacks is removed

@@ -90,6 +90,9 @@ def test_vector_store_contract(vectors):
     chosen = vectors.scroll(None, 10, with_vectors=True, payload_fields=["memory_id", "type", "lifecycle"])[0]
     assert {r.memory_id: r.payload.get("type") for r in chosen}["c"] == "MetaPattern"
     assert all(set(r.payload) <= {"memory_id", "type", "lifecycle"} and len(r.vector) == len(unit(0)) for r in chosen)
+    picked = vectors.retrieve(["a", "c"], with_vectors=True, payload_fields=["memory_id", "type"])
+    assert set(picked) == {"a", "c"} and picked["c"].payload.get("type") == "MetaPattern"
+    assert all(set(r.payload) <= {"memory_id", "type"} and len(r.vector) == len(unit(0)) for r in picked.values())
     # Ids only: hits still name their memory and score.
     bare = vectors.search(VectorQuery(unit(0), 2, with_payload=False))
     assert bare[0].memory_id == "a" and bare[0].score == pytest.approx(1.0, abs=1e-5)

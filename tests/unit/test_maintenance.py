@@ -135,7 +135,7 @@ def test_collection_registry_records_live_plans_a_target_and_switches_once():
 
 
 def test_cluster_sample_is_fitted_once_from_redis():
-    from pipeline.maintenance.cluster import fit_step, sample_step
+    from pipeline.maintenance.cluster import CANDIDATE_FIELDS, fit_step, sample_step
     from pipeline.maintenance.cycles import RunContext
     from pipeline.maintenance.runs import RunStore, state_key
     from pipeline.vectors.store import VectorRecord
@@ -145,8 +145,13 @@ def test_cluster_sample_is_fitted_once_from_redis():
                for i in range(40)}
     graph = SimpleNamespace(run_read=lambda query, params: [[m] for m in list(vectors)[:params["n"]]])
     settings = Settings(consolidation_cluster_sample=30, consolidation_cluster_target_size=10)
-    svc = SimpleNamespace(settings=settings, graph=graph,
-                          vectors=SimpleNamespace(retrieve=lambda ids, with_vectors: {i: vectors[i] for i in ids}))
+    asked_fields = []
+
+    def retrieve(ids, with_vectors, payload_fields=None):
+        asked_fields.append(payload_fields)
+        return {i: vectors[i] for i in ids}
+
+    svc = SimpleNamespace(settings=settings, graph=graph, vectors=SimpleNamespace(retrieve=retrieve))
     runs = RunStore(fakeredis.FakeRedis(), 10, 3600)
     runs.create("c1", "cluster", False, "api")
     ctx = RunContext(svc, runs, runs.get("c1"), outbox=None)
@@ -157,6 +162,7 @@ def test_cluster_sample_is_fitted_once_from_redis():
     assert second.counts == {"sampled": 10} and second.cursor is None
     assert sample_step(ctx, first.cursor).counts == {"sampled": 10}  # a redelivered page replaces itself
     assert runs.redis.hlen(state_key("c1", "sample")) == 2
+    assert asked_fields == [CANDIDATE_FIELDS] * 3  # the page's vectors and the fields the check reads, no more
     assert fit_step(ctx, None).counts == {"fitted_clusters": 3}
     centres = runs.redis.get(state_key("c1", "centres"))
     assert not runs.redis.exists(state_key("c1", "sample"))  # the sample goes once the centres are kept
