@@ -88,11 +88,13 @@ class CandidateSources:
         vectors: Callable[[], VectorStore],
         embedder: Callable[[], Embedder],
         dimensions: Callable[[], int],
+        adapt_query: Callable[[list[float]], list[float]] | None = None,
     ):
         self._graph = graph
         self._vectors = vectors
         self._embedder = embedder
         self._dimensions = dimensions
+        self._adapt_query = adapt_query or (lambda vector: vector)
 
     @property
     def graph(self) -> GraphStore:
@@ -105,16 +107,17 @@ class CandidateSources:
         With ``nameless_weight`` and a query that names someone, the normalised sum of the
         query's vector and ``nameless_weight`` × the vector of its second form, both from one
         provider call: ``drop`` leaves its names out (``names.py``), ``pronouns`` puts them as
-        the speakers would say them (``pronouns.py``).
+        the speakers would say them (``pronouns.py``). The query adapter (``adapter.py``), when
+        one is configured, maps the result; the placeholder is left as it is.
         """
         try:
             nameless = _SECOND_FORMS[nameless_form](text) if nameless_weight > 0 else None
             if nameless is None:
-                return self._embedder().embed([text])[0]
+                return self._adapt_query(self._embedder().embed([text])[0])
             plain, other = self._embedder().embed([text, nameless])
             combined = np.asarray(plain, dtype=np.float64) + nameless_weight * np.asarray(other, dtype=np.float64)
             norm = float(np.linalg.norm(combined))
-            return (combined / norm).tolist() if norm else list(plain)
+            return self._adapt_query((combined / norm).tolist() if norm else list(plain))
         except Exception as exc:
             log.warning("embedding the query failed (%s); using a placeholder vector", exc)
             status.embedding_fallback = True

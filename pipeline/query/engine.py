@@ -14,6 +14,7 @@ from typing import Any, Callable
 from pipeline.config import Settings
 from pipeline.embedding import Embedder
 from pipeline.graph import GraphStore, Scope
+from pipeline.query.adapter import adapter_for
 from pipeline.query.beside import Beside
 from pipeline.query.candidates import Candidate, CandidateSources
 from pipeline.query.context import ContextProfile
@@ -47,7 +48,9 @@ class RecallEngine:
         beside: Beside | None = None,
     ):
         self._settings = settings
-        self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions))
+        adapter = adapter_for(settings)
+        self._sources = CandidateSources(graph, vectors, embedder, dimensions or (lambda: embedder().dimensions),
+                                         adapter.apply if adapter else None)
         self._policy = SearchPolicy.from_settings(settings)
         # A pool passed in is its caller's to close; one built here is closed by close().
         self._own_beside: Beside | None = None
