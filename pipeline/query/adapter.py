@@ -8,8 +8,8 @@ the vector is normalised again after. It maps the query only: stored memories, S
 a client's own ``embedding`` are untouched, so turning it on or off needs no re-embedding.
 
 ``RECALL_QUERY_ADAPTER`` names the file; ``off`` (the default) uses none. None ships: fitted on
-the dev conversations and scored on conversations it never saw, the whole ranking moved by
-less than a question's share on either corpus (docs/recall.md, "Real conversations").
+the dev conversations and scored on conversations it never saw, it moved recall@10 by +0.009 on
+LoCoMo and 0.000 on REALTALK, with a category of each down (docs/recall.md, "Real conversations").
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class QueryAdapter:
 
     def apply(self, vector: list[float]) -> list[float]:
         if len(vector) != self.dimensions:
-            return vector  # the provider's failure placeholder may be another size: left as it is
+            return vector  # not a vector of the size the map was checked against at start: unmapped
         adapted = self.matrix @ np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(adapted))
         return (adapted / norm).tolist() if norm else vector
