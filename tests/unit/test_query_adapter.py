@@ -73,3 +73,15 @@ def test_recall_maps_a_text_querys_vector_but_not_the_placeholder():
     placeholder = _sources(_Embedder(fail=True), swap).query_vector("what did I say?", status)
     unmapped = _sources(_Embedder(fail=True)).query_vector("what did I say?", VectorStatus())
     assert status.embedding_fallback and placeholder == unmapped  # the provider's failure, not the map's
+
+
+def test_the_setting_reaches_recalls_query_vector(tmp_path):
+    from pipeline.query.engine import RecallEngine
+
+    path = tmp_path / "swap.npz"
+    save_adapter(path, "m", np.array([[0.0, 1.0], [1.0, 0.0]]))
+    settings = Settings(embedding_provider="hash", vector_size=2, recall_query_adapter=str(path))
+    engine = RecallEngine(settings, lambda: None, lambda: None, lambda: _Embedder())
+    assert engine._sources.query_vector("what did I say?", VectorStatus()) == pytest.approx([0.0, 1.0])
+    plain = RecallEngine(Settings(embedding_provider="hash", vector_size=2), lambda: None, lambda: None, lambda: _Embedder())
+    assert plain._sources.query_vector("what did I say?", VectorStatus()) == [1.0, 0.0]
