@@ -67,6 +67,11 @@ def turns(conversation: str, data: dict) -> Iterator[dict]:
         session += 1
 
 
+def evidence_recall(evidence: tuple[str, ...] | list[str], ranked: list[str | None], k: int) -> float:
+    """The share of a question's evidence turns among the first ``k`` ranked (dia ids)."""
+    return len(set(evidence) & set(ranked[:k])) / len(evidence)
+
+
 def normalise_evidence(raw: list[str]) -> tuple[str, ...]:
     """Evidence ids as 'D<session>:<turn>', whatever separators the annotators used."""
     found = []

@@ -45,7 +45,7 @@ import orjson
 import redis
 
 from ops.bench.suite import machine
-from ops.bench.locomo import SCORED_CATEGORIES, Question, conversation_tag, load, questions, turns
+from ops.bench.locomo import SCORED_CATEGORIES, Question, conversation_tag, evidence_recall, load, questions, turns
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,7 +116,7 @@ def score_question(api: httpx.Client, question: Question, k_max: int, params: di
     ranked = [r["memory"].get("metadata", {}).get("dia_id") for r in response.json()["results"]]
     evidence = set(question.evidence)
     first_hit = next((rank for rank, dia in enumerate(ranked, 1) if dia in evidence), None)
-    scores = {f"recall@{k}": len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
+    scores = {f"recall@{k}": evidence_recall(question.evidence, ranked, k) for k in KS}
     scores["hit@5"] = 1.0 if first_hit and first_hit <= 5 else 0.0
     scores["mrr"] = 1.0 / first_hit if first_hit else 0.0
     scores["_ms"] = elapsed_ms

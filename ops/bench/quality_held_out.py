@@ -22,15 +22,10 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from ops.bench.locomo import SCORED_CATEGORIES, load, questions
+from ops.bench.locomo import SCORED_CATEGORIES, evidence_recall, load, questions
 from ops.bench.quality import data_root
 
 HELD_OUT = re.compile(r"held-out-(.+)\.npz$")
-
-
-def recall_at(ranking: dict, k: int) -> float:
-    evidence = set(ranking["evidence"])
-    return len(evidence & set(ranking["ranked"][:k])) / len(evidence)
 
 
 def summary(rankings: list[dict]) -> dict[str, tuple[int, float, float]]:
@@ -38,8 +33,11 @@ def summary(rankings: list[dict]) -> dict[str, tuple[int, float, float]]:
     for ranking in rankings:
         groups[SCORED_CATEGORIES[ranking["category"]]].append(ranking)
         groups["overall"].append(ranking)
-    return {name: (len(items), sum(recall_at(r, 5) for r in items) / len(items), sum(recall_at(r, 10) for r in items) / len(items))
-            for name, items in groups.items()}
+
+    def mean_at(items: list[dict], k: int) -> float:
+        return sum(evidence_recall(r["evidence"], r["ranked"], k) for r in items) / len(items)
+
+    return {name: (len(items), mean_at(items, 5), mean_at(items, 10)) for name, items in groups.items()}
 
 
 def held_out_rankings(corpus: dict, maps: Path | None = None) -> tuple[list[dict], list[dict]]:
