@@ -89,7 +89,7 @@ def sample_step(ctx: RunContext, cursor: Any) -> StepResult:
     s = ctx.settings
     redis = ctx.runs.redis
     ids_key = state_key(ctx.run.id, "sample_ids")
-    if cursor is None:
+    if cursor is None and not redis.exists(ids_key):  # a redelivered first page keeps the first draw
         ids = store_call(graph_ops.sample_ids)(ctx.services.graph, s.consolidation_cluster_sample, s.excluded_types)
         redis.set(ids_key, orjson.dumps(ids), nx=True, ex=86_400)
     ids = orjson.loads(redis.get(ids_key) or b"[]")

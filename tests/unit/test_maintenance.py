@@ -143,7 +143,13 @@ def test_cluster_sample_is_fitted_once_from_redis():
     rng = np.random.default_rng(1)
     vectors = {f"m{i}": VectorRecord(f"m{i}", {"type": "Context"}, list(rng.normal(size=8) + (i % 3) * 5))
                for i in range(40)}
-    graph = SimpleNamespace(run_read=lambda query, params: [[m] for m in list(vectors)[:params["n"]]])
+    draws = []
+
+    def run_read(query, params):
+        draws.append(params["n"])
+        return [[m] for m in list(vectors)[:params["n"]]]
+
+    graph = SimpleNamespace(run_read=run_read)
     settings = Settings(consolidation_cluster_sample=30, consolidation_cluster_target_size=10)
     asked_fields = []
 
@@ -161,8 +167,9 @@ def test_cluster_sample_is_fitted_once_from_redis():
     second = sample_step(ctx, first.cursor)
     assert second.counts == {"sampled": 10} and second.cursor is None
     assert sample_step(ctx, first.cursor).counts == {"sampled": 10}  # a redelivered page replaces itself
+    assert sample_step(ctx, None).counts == {"sampled": 20} and len(draws) == 1  # the first page too, from the first draw
     assert runs.redis.hlen(state_key("c1", "sample")) == 2
-    assert asked_fields == [CANDIDATE_FIELDS] * 3  # the page's vectors and the fields the check reads, no more
+    assert asked_fields == [CANDIDATE_FIELDS] * 4  # the page's vectors and the fields the check reads, no more
     assert fit_step(ctx, None).counts == {"fitted_clusters": 3}
     centres = runs.redis.get(state_key("c1", "centres"))
     assert not runs.redis.exists(state_key("c1", "sample"))  # the sample goes once the centres are kept
