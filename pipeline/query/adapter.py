@@ -65,9 +65,10 @@ def adapter_for(settings: Settings) -> QueryAdapter | None:
     if settings.recall_query_adapter == "off":
         return None
     adapter = load_adapter(Path(settings.recall_query_adapter))
-    if adapter.dimensions != provider_dimensions(settings):
+    produced = provider_dimensions(settings)
+    if adapter.dimensions != produced:
         raise ConfigurationError(
             f"RECALL_QUERY_ADAPTER: {settings.recall_query_adapter} maps {adapter.dimensions}-dimensional vectors "
-            f"({adapter.model}) but the embedding provider produces {provider_dimensions(settings)}"
+            f"({adapter.model}) but the embedding provider produces {produced}"
         )
     return adapter
