@@ -73,12 +73,41 @@ def hold_back(svc: Services, run: Run, now: float) -> bool:
     return pipeline_busy(svc) or bool(run_store(svc).started_before(run, list(registry())))
 
 
+def phase_names(kind: str) -> list[str] | None:
+    """The names of a cycle's phases in this version (None: no such cycle here)."""
+    phases = registry().get(kind)
+    return [p.name for p in phases] if phases is not None else None
+
+
+def steps_changed(run: Run) -> str | None:
+    """Why this version cannot go on with ``run``, if it cannot: a step message names its phase
+    by number, so a run started by a version whose cycle had other phases (an upgrade in the
+    middle of the run) would have its next step run the wrong phase."""
+    here = phase_names(run.kind)
+    if here is None:
+        return f"this version has no {run.kind} cycle"
+    if run.phases is not None and list(run.phases) != here:
+        return (f"the run was started by a version whose {run.kind} cycle has other phases "
+                f"({', '.join(run.phases)}; here: {', '.join(here)}); start a new run")
+    return None
+
+
+def fail_run(runs: RunStore, run: Run, reason: str) -> None:
+    """Settle ``run`` as failed; a failed migration is abandoned (its target collection dropped)."""
+    runs.finish(run, FAILED, reason[:500])
+    if run.kind == "migrate":
+        abandon_migration.send(run.id)
+
+
 def _run_step(run_id: str, phase: int, seq: int, cursor: Any) -> None:
     svc = services()
     runs = run_store(svc)
     run = runs.get(run_id)
     if run is None or run.status in FINISHED:
         return  # a duplicate of a step whose run is already settled
+    if changed := steps_changed(run):
+        fail_run(runs, run, changed)
+        return
     if hold_back(svc, run, time.time()):
         runs.add_held(run_id, HOLD_POLL_S)
         _dispatch(runs, run, phase, seq, cursor, HOLD_POLL_S)
@@ -108,6 +137,7 @@ def start_cycle(kind: str, dry_run: bool = False, trigger: str = "clock", run_id
     if not runs.start(run):
         runs.finish(run, SKIPPED, f"another {kind} run is in progress")
         return
+    runs.pin_phases(run_id, phase_names(kind))
     _dispatch(runs, run, 0, 0, None)
 
 
@@ -134,9 +164,7 @@ def mark_run_failed(message: dict[str, Any], retries: dict[str, Any]) -> None:
     run = runs.get(message["args"][0])
     if run is not None and run.status not in FINISHED:
         error = (message.get("options", {}).get("traceback") or "").strip().splitlines()[-1:] or ["unknown error"]
-        runs.finish(run, FAILED, f"step {message['args'][1]}:{message['args'][2]} failed after {retries.get('retries')} retries: {error[0]}"[:500])
-        if run.kind == "migrate":
-            abandon_migration.send(run.id)
+        fail_run(runs, run, f"step {message['args'][1]}:{message['args'][2]} failed after {retries.get('retries')} retries: {error[0]}")
 
 
 @stage_actor("abandon_migration")

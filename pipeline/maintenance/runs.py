@@ -6,7 +6,8 @@ overwrites its earlier record instead of counting twice. The run's result is the
 its steps, computed once when the last step finishes. Kept on the broker's Redis, never on
 the stores. Keys (all prefixed ``mempipe:maint:``):
 
-- ``run:<id>`` — hash: kind, dry_run, trigger, status, started_at, finished_at, duration_s, result
+- ``run:<id>`` — hash: kind, dry_run, trigger, status, started_at, finished_at, duration_s, result,
+  phases (the names of the cycle's phases as the process that started the run knew them)
 - ``run:<id>:steps`` — hash: ``<phase>:<seq>`` → JSON ``{"counts": {...}, "samples": {...}}``
 - ``run:<id>:state:*`` — whatever a cycle keeps between its steps (cluster centres, members)
 - ``active:<kind>`` — the run holding a cycle's lock (expires after MAINTENANCE_RUN_TTL_HOURS)
@@ -66,6 +67,9 @@ class Run:
     started_at: float
     params: dict[str, Any]
     hold_released: bool = False  # a request for the same cycle let this scheduled run go on at once
+    # The cycle's phase names as the process that started the run knew them (None: a run
+    # started before they were recorded). A step message names its phase by number only.
+    phases: tuple[str, ...] | None = None
 
     @classmethod
     def from_hash(cls, run_id: str, data: dict[bytes, bytes]) -> "Run":
@@ -78,6 +82,7 @@ class Run:
             started_at=float(data.get(b"started_at") or data.get(b"queued_at") or time.time()),
             params=orjson.loads(data.get(b"params") or b"{}"),
             hold_released=data.get(b"hold_released") == b"1",
+            phases=tuple(orjson.loads(data[b"phases"])) if b"phases" in data else None,
         )
 
 
@@ -149,6 +154,11 @@ class RunStore:
         self._redis.hset(run_key(run.id), "status", RUNNING)
         self._redis.hsetnx(run_key(run.id), "started_at", time.time())
         return True
+
+    def pin_phases(self, run_id: str, names: list[str]) -> None:
+        """Record the cycle's phase names the run's steps are numbered by (the first call wins:
+        a redelivered start of the same run keeps them)."""
+        self._redis.hsetnx(run_key(run_id), "phases", orjson.dumps(names))
 
     def record_step(self, run_id: str, phase: int, seq: int, counts: dict[str, int], samples: dict[str, list[str]]) -> None:
         key = run_key(run_id) + ":steps"
