@@ -43,8 +43,10 @@ from pathlib import Path
 import httpx
 import orjson
 import redis
+from dramatiq.common import dq_name
 
 from ops.bench.suite import machine
+from pipeline.broker import held_messages_key
 from ops.bench.locomo import SCORED_CATEGORIES, Question, conversation_tag, evidence_recall, load, questions, turns
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -209,7 +211,7 @@ def _split_variant(items: list[str]) -> tuple[dict[str, str], dict[str, str]]:
 
 def _background_backlog(stack) -> dict[str, int]:
     broker = redis.Redis.from_url(stack.redis_url)
-    return {q: sum(broker.hlen(f"mempipe:{q}{suffix}.msgs") for suffix in ("", ".DQ")) for q in BACKGROUND_QUEUES}
+    return {q: sum(broker.hlen(held_messages_key(name)) for name in (q, dq_name(q))) for q in BACKGROUND_QUEUES}
 
 
 def bench_corpus(servers, corpus: str, conversations: list[tuple[str, dict]], overrides: dict[str, str],

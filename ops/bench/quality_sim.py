@@ -29,7 +29,7 @@ import httpx
 import orjson
 
 from ops.bench.quality import DEFAULT_DATA
-from ops.bench.locomo import SCORED_CATEGORIES, conversation_tag, load, questions
+from ops.bench.locomo import SCORED_CATEGORIES, conversation_tag, evidence_recall, load, questions
 from pipeline.config import RecallProfile
 from pipeline.query.asks import question_share
 from pipeline.query.scoring import WEIGHTED_COMPONENTS
@@ -131,7 +131,7 @@ def replay(pools: list[dict], weights: dict[str, float]) -> dict[str, tuple[floa
         ranked = rank(question, weights)
         evidence = set(question["evidence"])
         first = next((k for k, dia in enumerate(ranked, 1) if dia in evidence), None)
-        row = (len(evidence & set(ranked[:5])) / len(evidence), len(evidence & set(ranked[:10])) / len(evidence),
+        row = (evidence_recall(question["evidence"], ranked, 5), evidence_recall(question["evidence"], ranked, 10),
                1 / first if first else 0.0)
         measured[SCORED_CATEGORIES[question["category"]]].append(row)
         measured["overall"].append(row)

@@ -38,10 +38,12 @@ from pathlib import Path
 
 import orjson
 import redis
+from dramatiq.common import dq_name
 
 from ops.bench import locomo
 from ops.bench.ingest import CpuMeter, _importer_with_rss, _wait_recallable
 from ops.bench.model_alone import model_run_apart, model_run_arranged, model_run_in_processes
+from pipeline.broker import any_held
 from pipeline.config import Settings
 from ops.bench.stack import AUTH, Servers, Stack, discard_data
 
@@ -140,7 +142,7 @@ def wait_background_done(stack: Stack, timeout: float) -> float:
     broker = redis.Redis.from_url(stack.redis_url)
     started = time.monotonic()
     while time.monotonic() - started < timeout:
-        if all(broker.hlen(f"mempipe:{q}{suffix}.msgs") == 0 for q in BACKGROUND_QUEUES for suffix in ("", ".DQ")):
+        if not any_held(broker, [name for q in BACKGROUND_QUEUES for name in (q, dq_name(q))]):
             break
         time.sleep(0.2)
     return round(time.monotonic() - started, 1)

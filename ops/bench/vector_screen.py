@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ops.bench.locomo import SCORED_CATEGORIES, load, questions, turns
+from ops.bench.locomo import SCORED_CATEGORIES, evidence_recall, load, questions, turns
 from ops.bench.quality import data_root
 
 _LABEL_SPLIT = ": "
@@ -89,13 +89,11 @@ def screen(corpus: str, cache: Path) -> dict[str, dict[str, tuple[float, float]]
         members[name].append(i)
     for qi, q in enumerate(qs):
         idx = np.array(members[q.conversation])
-        evidence = set(q.evidence)
 
         def score(cosines: np.ndarray, label: str) -> None:
             order = idx[np.argsort(-cosines[idx], kind="stable")]
             ranked = [dia[i] for i in order[:10]]
-            rows[label].append((q.category, len(evidence & set(ranked[:5])) / len(evidence),
-                                len(evidence & set(ranked)) / len(evidence)))
+            rows[label].append((q.category, evidence_recall(q.evidence, ranked, 5), evidence_recall(q.evidence, ranked, 10)))
 
         for label, vectors in ways.items():
             score(vectors @ query_vectors[qi], label)
