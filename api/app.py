@@ -159,7 +159,8 @@ async def web_lifespan(
     engine = app.state.engine = recall_engine(settings, svc, access)
     workers = start_vector_workers(svc, web_worker_queues(settings))
     maintainer = IndexMaintainer(svc, settings.edge_optimize_interval_s, BuildHolds.from_settings(settings),
-                                 flush_interval=settings.edge_flush_interval_s)
+                                 flush_interval=settings.edge_flush_interval_s,
+                                 page_cache_refresh_s=settings.edge_page_cache_refresh_s)
     maintainer.start()
     if settings.web_gc_freeze:
         freeze_start_up_objects()  # last of the start-up: everything built so far is frozen

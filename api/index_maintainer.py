@@ -57,14 +57,16 @@ class BuildHolds:
 
 
 class IndexMaintainer(threading.Thread):
-    """Every ``interval`` s considers a build; every ``flush_interval`` s flushes what was written."""
+    """Every ``interval`` s considers a build; every ``flush_interval`` s flushes what was written;
+    every ``page_cache_refresh_s`` s (0: never) reads the shard through the page cache again."""
 
     def __init__(self, services: Services, interval: float, holds: BuildHolds | None = None,
-                 clock=time.monotonic, flush_interval: float | None = None):
+                 clock=time.monotonic, flush_interval: float | None = None, page_cache_refresh_s: float = 0.0):
         super().__init__(name="vector-maintenance", daemon=True)
         self._services = services
         self._interval = interval
         self._flush_interval = flush_interval or interval
+        self._page_cache_refresh_s = page_cache_refresh_s
         self._holds = holds or BuildHolds.off()
         self._clock = clock
         self._import_held = False
@@ -103,13 +105,16 @@ class IndexMaintainer(threading.Thread):
 
     def run(self) -> None:
         self.warm_page_cache()
-        tick = min(self._interval, self._flush_interval)
-        last_build = last_flush = self._clock()
+        tick = min(self._interval, self._flush_interval, self._page_cache_refresh_s or self._interval)
+        last_build = last_flush = last_refresh = self._clock()
         while not self._halt.wait(tick):
             now = self._clock()
             if now - last_flush >= self._flush_interval:
                 last_flush = now
                 self.persist()
+            if self._page_cache_refresh_s and now - last_refresh >= self._page_cache_refresh_s:
+                last_refresh = now
+                self.refresh_page_cache()
             # A build in a child process is swapped in at the first tick after it ends.
             if now - last_build >= self._interval or self._build_in_flight():
                 last_build = now
@@ -127,6 +132,21 @@ class IndexMaintainer(threading.Thread):
         if read:
             log.info("vector shard read into the page cache",
                      extra={"bytes": read, "seconds": round(time.monotonic() - started, 2)})
+
+    def refresh_page_cache(self) -> None:
+        """Read the shard through the page cache again, so that the kernel sees its pages used.
+
+        A machine that reclaims file pages nobody touched for a while (DAMON's ``pageout``, a
+        memory-ballooned VM, a cgroup's proactive reclaim) drops the parts of the shard that
+        searches did not walk lately, and an import leaves most of an indexed shard untouched:
+        the first searches after it then fault their pages back from disk, a page at a time,
+        while the caller holds the GIL (recall waited seconds with the cores idle; the
+        benchmarks log, issue 21, session 54). Reading files that are cached costs a copy of
+        them (about 0.1 s of a core for 500 MB), with the GIL free during each read."""
+        try:
+            getattr(self._services.vectors, "warm_page_cache", lambda stop: 0)(self._halt.is_set)
+        except Exception:
+            log.exception("reading the vector shard through the page cache failed; will retry")
 
     def persist(self) -> None:
         """Flush the shard if it was written: a restart then loads segments instead of replaying."""

@@ -1,6 +1,7 @@
 """The web's index maintainer: when a due Edge build waits (an import on its way, SIMILAR_TO after a small one)."""
 
 import threading
+import time
 from contextlib import contextmanager
 from types import SimpleNamespace
 
@@ -184,6 +185,34 @@ def test_a_started_maintainer_reads_the_shard_into_the_page_cache_once_before_an
     flushed.clear()
     with _running_behind_an_import(vectors):
         assert flushed.wait(5)  # it went on to its flushes
+
+
+def test_the_maintainer_reads_the_shard_through_the_page_cache_again_on_its_interval():
+    """A machine that reclaims untouched file pages would drop what searches did not walk
+    lately; read again every page_cache_refresh_s, the kernel sees the shard in use. A
+    failed read is logged and the next one tried."""
+    reads: list[float] = []
+    enough = threading.Event()
+
+    def warm(stop):
+        reads.append(time.monotonic())
+        if len(reads) == 2:
+            raise OSError("the disk")
+        if len(reads) >= 4:
+            enough.set()
+        return 1_000
+
+    vectors = SimpleNamespace(build_due=lambda: False, pending_changes=lambda: 0, maintain=lambda: None,
+                              warm_page_cache=warm, persist=lambda: 0)
+    maintainer = IndexMaintainer(SimpleNamespace(vectors=vectors, broker_redis=_Redis()), 3600.0,
+                                 flush_interval=3600.0, page_cache_refresh_s=0.05)
+    maintainer.start()
+    try:
+        assert enough.wait(5)  # the start's read, then one every 50 ms, past the failed one
+    finally:
+        maintainer.stop()
+        maintainer.join(5)
+    assert all(later - earlier >= 0.04 for earlier, later in zip(reads, reads[1:]))
 
 
 def test_the_router_reads_every_open_edge_store_into_the_page_cache_and_skips_a_server_store():
