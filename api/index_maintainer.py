@@ -140,9 +140,8 @@ class IndexMaintainer(threading.Thread):
         memory-ballooned VM, a cgroup's proactive reclaim) drops the parts of the shard that
         searches did not walk lately, and an import leaves most of an indexed shard untouched:
         the first searches after it then fault their pages back from disk, a page at a time,
-        while the caller holds the GIL (recall waited seconds with the cores idle; the
-        benchmarks log, issue 21, session 54). Reading files that are cached costs a copy of
-        them (about 0.1 s of a core for 500 MB), with the GIL free during each read."""
+        while the caller holds the GIL. Reading files that are cached costs only a copy of
+        them, with the GIL free during each read."""
         try:
             getattr(self._services.vectors, "warm_page_cache", lambda stop: 0)(self._halt.is_set)
         except Exception:

@@ -46,8 +46,8 @@ import redis
 from dramatiq.common import dq_name
 
 from ops.bench.suite import machine
-from pipeline.broker import held_messages_key
 from ops.bench.locomo import SCORED_CATEGORIES, Question, conversation_tag, evidence_recall, load, questions, turns
+from pipeline.broker import held_messages_key
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[2]
