@@ -124,11 +124,7 @@ class IndexMaintainer(threading.Thread):
         """Read the shard into the page cache once, first thing: the web already answers, and
         until this is done its first searches read from disk (pipeline.vectors.edge)."""
         started = time.monotonic()
-        try:
-            read = getattr(self._services.vectors, "warm_page_cache", lambda stop: 0)(self._halt.is_set)
-        except Exception:
-            log.exception("reading the vector shard into the page cache failed; searches read it as they go")
-            return
+        read = self._read_shard("reading the vector shard into the page cache failed; searches read it as they go")
         if read:
             log.info("vector shard read into the page cache",
                      extra={"bytes": read, "seconds": round(time.monotonic() - started, 2)})
@@ -142,10 +138,16 @@ class IndexMaintainer(threading.Thread):
         the first searches after it then fault their pages back from disk, a page at a time,
         while the caller holds the GIL. Reading files that are cached costs only a copy of
         them, with the GIL free during each read."""
+        self._read_shard("reading the vector shard through the page cache failed; will retry")
+
+    def _read_shard(self, failure: str) -> int:
+        """The vector store's files read through the page cache (bytes; 0 for a store with none,
+        or after a failure, which is logged with ``failure``); a stop ends the read early."""
         try:
-            getattr(self._services.vectors, "warm_page_cache", lambda stop: 0)(self._halt.is_set)
+            return getattr(self._services.vectors, "warm_page_cache", lambda stop: 0)(self._halt.is_set)
         except Exception:
-            log.exception("reading the vector shard through the page cache failed; will retry")
+            log.exception(failure)
+            return 0
 
     def persist(self) -> None:
         """Flush the shard if it was written: a restart then loads segments instead of replaying."""
