@@ -207,8 +207,31 @@ def build(args: argparse.Namespace) -> dict:
             "kept": str(args.keep)}
 
 
+def evict_page_cache(roots: list[Path]) -> int:
+    """Drop every file under ``roots`` from the page cache (posix_fadvise DONTNEED, clean pages
+    only: the kernel keeps what is dirty or mapped), as a machine that was rebooted, or has
+    paged out what went unused, would have them; returns the number of files."""
+    evicted = 0
+    for root in roots:
+        for directory, _dirs, names in os.walk(root):
+            for name in names:
+                try:
+                    fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+                except OSError:
+                    continue
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                    evicted += 1
+                finally:
+                    os.close(fd)
+    return evicted
+
+
 def restart_round(args: argparse.Namespace) -> dict:
     service = scratch_service(Path(args.keep), dict(args.set))
+    if args.cold:
+        os.sync()  # the store just copied in: written back first, so that its pages can go too
+        evict_page_cache([Path(sys.prefix), Path(sys.base_prefix), service.data_dir])
     launcher = Launcher(service)
     try:
         launcher.start()
@@ -265,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-timeout", type=float, default=300)
     parser.add_argument("--set", action="append", default=[], type=lambda kv: tuple(kv.split("=", 1)),
                         help="NAME=VALUE for the launcher's environment (repeatable)")
+    parser.add_argument("--cold", action="store_true", help="restart: before each round, drop the interpreter's "
+                        "environment (libraries, model), its installation and the round's store from the page cache")
     parser.add_argument("--label", default="")
     parser.add_argument("--log-dir", type=Path, help="keep each round's launcher output here")
     args = parser.parse_args(argv)
@@ -275,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             report["rounds"].append(restart_round(args))
             print(render({"mode": "restart", "rounds": report["rounds"][-1:]}), flush=True)
-    report |= {"label": args.label, "set": dict(args.set), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    report |= {"label": args.label, "cold": args.cold, "set": dict(args.set), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     if report["mode"] == "build":
         print(render(report))
     RESULTS.mkdir(exist_ok=True)
