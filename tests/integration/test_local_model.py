@@ -92,14 +92,14 @@ def test_packed_rows_give_the_models_own_vectors_on_real_messages():
     assert abs(embed_contents_f32(packed, labelled) - embed_contents_f32(one_row_each, labelled)).max() < 1e-4
 
 
-def test_the_service_loads_the_model_without_sentence_transformers():
+def test_the_service_loads_the_model_without_sentence_transformers_or_transformers():
     import subprocess
     import sys
 
     # A process of its own: this one has imported sentence-transformers for the reference.
     probe = ("import sys; from pipeline.embedding import LocalEmbedder; "
              "LocalEmbedder(batch_size=64, torch_threads=1).embed(['hello']); "
-             "print(sorted(m for m in ('sentence_transformers', 'sklearn') if m in sys.modules))")
+             "print(sorted(m for m in ('sentence_transformers', 'transformers', 'sklearn') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
     assert done.stdout.strip() == "[]"
     assert "Loading weights" not in done.stderr  # no progress bar in the service's log
