@@ -14,11 +14,13 @@ Only what the local provider runs is supported: absolute positions, GELU, no cro
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file
 from torch import nn
 from torch.nn import functional
 
@@ -163,10 +165,6 @@ class BertEncoder(nn.Module):
 
 def load_bert(folder: Path) -> BertEncoder:
     """The BERT in ``folder`` (``config.json``, ``model.safetensors``), in eval mode."""
-    import json
-
-    from safetensors.torch import load_file
-
     try:
         config = BertConfig.from_json(json.loads((folder / "config.json").read_text()), str(folder))
         weights = load_file(folder / "model.safetensors")

@@ -45,10 +45,9 @@ class SentenceModel:
 
 def import_libraries() -> None:
     """Import what ``load_sentence_model`` needs (about a second of CPU; no file of the model read)."""
-    import safetensors.torch  # noqa: F401
     import tokenizers  # noqa: F401
 
-    import pipeline.bert  # noqa: F401  (torch)
+    import pipeline.bert  # noqa: F401  (torch, safetensors)
 
 
 def load_sentence_model(folder: Path) -> SentenceModel:
