@@ -4,28 +4,21 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The service's own packages (what `make run` needs), then the tests' on top (their reference
-# libraries: sentence-transformers, transformers, schemathesis…), which the service never imports.
-RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
 .PHONY: run test test-unit bench bench-quick bench-recall install clean
 
-$(RUN_STAMP): pyproject.toml
+$(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first and exact: the CPU build (an unpinned torch pulls a multi-GB CUDA build)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e .
-	touch $(RUN_STAMP)
-
-$(STAMP): $(RUN_STAMP)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-run: $(RUN_STAMP)
+run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m ops.serve
 
 test: $(STAMP)
