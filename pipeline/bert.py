@@ -1,9 +1,9 @@
 """A BERT encoder in plain torch: the forward pass of the local model, without transformers.
 
-transformers' ``BertModel`` computes the same hidden states (``tests/integration/test_bert.py``
+transformers' ``BertModel`` computes the same hidden states (``tests/unit/test_bert.py``
 compares them), but importing transformers costs seconds of CPU in every process that loads
-the model (the web, the worker, the enricher), all of them at each start, and a restart waits
-for the web's (docs/benchmarks-log.md, issue 21). An encoder-only BERT in eval mode is a few
+the model (the web and the workers that embed), all of them at each start on the same cores,
+and a restart waits for the web's (docs/benchmarks-log.md, issue 21). An encoder-only BERT in eval mode is a few
 layers of torch: embeddings, then per layer self-attention and a feed-forward block, each
 followed by a residual and LayerNorm. Its weights load from the model's ``model.safetensors``
 under the names transformers gives them.
