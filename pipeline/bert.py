@@ -3,10 +3,10 @@
 transformers' ``BertModel`` computes the same hidden states (``tests/unit/test_bert.py``
 compares them), but importing transformers costs seconds of CPU in every process that loads
 the model (the web and the workers that embed), all of them at each start on the same cores,
-and a restart waits for the web's (docs/benchmarks-log.md, issue 21). An encoder-only BERT in eval mode is a few
-layers of torch: embeddings, then per layer self-attention and a feed-forward block, each
-followed by a residual and LayerNorm. Its weights load from the model's ``model.safetensors``
-under the names transformers gives them.
+and a restart waits for the web's (docs/benchmarks-log.md, issue 21). An encoder-only BERT in
+eval mode is a few layers of torch: embeddings, then per layer self-attention and a
+feed-forward block, each followed by a residual and LayerNorm. Its weights load from the
+model's ``model.safetensors`` under the names transformers gives them.
 
 Only what the local provider runs is supported: absolute positions, GELU, no cross-attention;
 ``BertConfig.from_json`` refuses anything else with a ``ConfigurationError``.

@@ -83,7 +83,6 @@ class PackedSentenceEncoder:
     """
 
     def __init__(self, model: SentenceModel, row_tokens: int, token_budget: int, max_rows: int, passes: int = 1):
-        self._bert = model.bert
         self._model = model
         self._row_tokens = row_tokens
         self._token_budget = token_budget
@@ -102,7 +101,7 @@ class PackedSentenceEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """The texts' vectors. With one pass the caller's thread runs it, callers taking turns;
         with more, the encoder's threads do and the caller waits."""
-        dimensions = self._bert.config.hidden_size
+        dimensions = self._model.dimensions
         out = np.empty((len(texts), dimensions), dtype=np.float32)
         if not texts:
             return out
@@ -152,8 +151,8 @@ class PackedSentenceEncoder:
                 owner[r, at:end] = text
                 at, text = end, text + 1
         mask = (owner[:, :, None] == owner[:, None, :])[:, None]
-        hidden = self._bert(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                            token_type_ids=torch.zeros_like(input_ids))
+        hidden = self._model.bert(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                                  token_type_ids=torch.zeros_like(input_ids))
         real = owner >= 0
         sums = torch.zeros((count, dimensions), dtype=hidden.dtype).index_add_(0, owner[real], hidden[real])
         means = sums / torch.bincount(owner[real], minlength=count).unsqueeze(1)
